@@ -1,0 +1,1 @@
+"""Numba kernels. Every array they index was validated when the tables were compiled."""

@@ -1,0 +1,47 @@
+"""The one place kernels get their decorator: cached compilation, with a fallback when the cache
+directory is not writable (numba would otherwise fail at import)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numba
+
+
+def _cache_usable() -> bool:
+    if os.environ.get("TLTOK_NO_CACHE"):
+        return False
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return True
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    try:
+        os.makedirs(here, exist_ok=True)
+        with tempfile.TemporaryFile(dir=here):
+            pass
+        return True
+    except OSError:
+        # Installed read-only (system site-packages, a container image): cache in the user's cache dir.
+        alt = os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+            "tltok_jit", "numba",
+        )
+        try:
+            os.makedirs(alt, exist_ok=True)
+            with tempfile.TemporaryFile(dir=alt):
+                pass
+        except OSError:
+            return False
+        numba.config.CACHE_DIR = alt
+        return True
+
+
+CACHE = _cache_usable()
+
+
+def njit(*args, **kwargs):
+    """`numba.njit` with `cache=True` (when possible), `nogil=True` and no bounds checks."""
+    kwargs.setdefault("cache", CACHE)
+    kwargs.setdefault("nogil", True)
+    kwargs.setdefault("boundscheck", False)
+    return numba.njit(*args, **kwargs)

@@ -1,0 +1,62 @@
+"""The plain model description every loader produces and `tables.compile_model` consumes.
+
+Data flows one way: file -> ModelDescription -> CompiledTables -> kernels. A description holds
+only Python values (bytes, ints, strings); it is validated again when compiled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class TokenizerFileError(ValueError):
+    """A tokenizer file (or a model description) is malformed; the message names the file and the place."""
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """A token matched in raw text before pretokenization (tiktoken's special tokens, HF's added tokens).
+
+    Flags follow Hugging Face `tokenizers`: `special` (skipped by decode(skip_special_tokens=True)),
+    `single_word`, `lstrip`, `rstrip`, `normalized`. tiktoken special tokens are `special=True` with
+    every other flag False.
+    """
+
+    content: str
+    id: int
+    special: bool = True
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool = False
+
+
+@dataclass
+class ModelDescription:
+    """A byte-level BPE model, independent of the file format it came from.
+
+    vocab:          ordinary token bytes -> id (every one of the 256 single bytes must be present
+                    for byte-level models).
+    merges:         None for tiktoken-style rank merging (the rank of a pair is the id of the
+                    concatenated bytes, and a whole piece found in `vocab` is one token); otherwise
+                    the ordered merge list as (left bytes, right bytes) pairs, rank = list index.
+    pattern:        the split regex, exactly as the original file states it.
+    pattern_kind:   which hand-written scanner implements `pattern` ("gpt2", "cl100k", "o200k", ...),
+                    or None when only the slow `regex` path can (chosen by `tables`).
+    added_tokens:   tokens matched before pretokenization.
+    ignore_merges:  look a whole piece up in `vocab` before merging (tiktoken always does).
+    """
+
+    name: str
+    vocab: dict[bytes, int]
+    merges: list[tuple[bytes, bytes]] | None
+    pattern: str
+    added_tokens: list[AddedToken] = field(default_factory=list)
+    ignore_merges: bool = True
+    pattern_kind: str | None = None
+    source: str = ""  # the file(s) it was read from, for error messages
+    explicit_n_vocab: int | None = None
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return {t.content: t.id for t in self.added_tokens}
