@@ -1,0 +1,338 @@
+"""`Encoding`: the public tokenizer object (tiktoken's interface, exact ids, numba kernels)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Collection, Iterable, Sequence
+from typing import AbstractSet, Literal
+
+import numba
+import numpy as np
+
+from .kernels import encode as K
+from .kernels.cache import new_cache
+from .kernels.decode import gather_bytes
+from .model import ModelDescription
+from .tables import compile_model
+
+AllowedSpecial = Literal["all"] | AbstractSet[str]
+DisallowedSpecial = Literal["all"] | Collection[str]
+
+# numba's default (workqueue) threading layer must not be entered by two threads at once.
+_PARALLEL_LOCK = threading.Lock()
+
+
+def text_to_utf8(text: str) -> bytes:
+    """UTF-8 of `text`; lone surrogates become U+FFFD the way tiktoken does it (via UTF-16)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+def raise_disallowed_special_token(token: str):
+    raise ValueError(
+        f"Encountered text corresponding to disallowed special token {token!r}.\n"
+        "If you want this text to be encoded as a special token, "
+        f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+        f"If you want this text to be encoded as normal text, disable the check for this token "
+        f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+    )
+
+
+def resolve_threads(num_threads: int) -> int:
+    """0 (or less) means every core numba may use."""
+    limit = numba.config.NUMBA_NUM_THREADS
+    if num_threads is None or num_threads <= 0:
+        return limit
+    return min(int(num_threads), limit)
+
+
+class Encoding:
+    """A byte-level BPE tokenizer with tiktoken's methods, compiled to flat tables at construction."""
+
+    def __init__(self, model: ModelDescription, *, use_cache: bool = True):
+        compiled = compile_model(model, use_cache=use_cache)
+        self._model = model
+        self._compiled = compiled
+        self._t = compiled.tables
+        self.name: str = model.name
+        self._pat_str = model.pattern
+        self.n_vocab: int = compiled.n_vocab
+        self._special_tokens: dict[str, int] = {t.content: t.id for t in compiled.added}
+        self._added_index: dict[str, int] = {t.content: i for i, t in enumerate(compiled.added)}
+        n_added = len(compiled.added)
+        self._no_added = np.zeros(max(n_added, 1), dtype=np.bool_)
+        self._no_added.flags.writeable = False  # one array type for every call: one compilation
+        self._masks: dict[frozenset, np.ndarray] = {}
+        self._local = threading.local()
+        self._parallel_state = None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_tiktoken_file(
+        cls,
+        path: str | os.PathLike,
+        *,
+        pattern: str | None = None,
+        special_tokens: dict[str, int] | None = None,
+        name: str | None = None,
+        pattern_kind: str | None = None,
+        explicit_n_vocab: int | None = None,
+    ) -> "Encoding":
+        """Load a `.tiktoken` rank file. `pattern` defaults to the canonical one for `name`."""
+        from .loaders.tiktoken_file import read_tiktoken_model
+        from .patterns import kind_of_pattern, registry_defaults
+
+        stem = os.path.basename(os.fspath(path)).split(".")[0]
+        name = name or stem
+        if pattern is None or special_tokens is None:
+            d_pattern, d_special = registry_defaults(name)
+            pattern = d_pattern if pattern is None else pattern
+            special_tokens = d_special if special_tokens is None else special_tokens
+        kind = pattern_kind or kind_of_pattern(pattern)
+        model = read_tiktoken_model(path, name=name, pattern=pattern, special_tokens=special_tokens,
+                                    pattern_kind=kind, explicit_n_vocab=explicit_n_vocab)
+        return cls(model)
+
+    def __repr__(self) -> str:
+        return f"<Encoding {self.name!r}>"
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    @property
+    def eot_token(self) -> int:
+        return self._special_tokens["<|endoftext|>"]
+
+    @property
+    def max_token_value(self) -> int:
+        return self.n_vocab - 1
+
+    @property
+    def unicode_version(self) -> str:
+        """The Unicode version of the character classes the split pattern is evaluated with."""
+        return self._compiled.unicode_version
+
+    def token_byte_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(bytes, offsets[n_vocab + 1], valid[n_vocab]): token i is bytes[offsets[i]:offsets[i+1]]."""
+        return self._t.tok_bytes, self._t.tok_offsets, self._compiled.valid
+
+    # ------------------------------------------------------------------ special-token policy
+    def _mask(self, allowed: AbstractSet[str]) -> np.ndarray:
+        key = frozenset(allowed)
+        m = self._masks.get(key)
+        if m is None:
+            m = self._no_added.copy()
+            for s in key:
+                i = self._added_index.get(s)
+                if i is not None:
+                    m[i] = True
+            m.flags.writeable = False
+            if len(self._masks) < 64:
+                self._masks[key] = m
+        return m
+
+    def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial):
+        """(allowed mask, any allowed, disallowed mask or None), with tiktoken's defaults."""
+        if allowed_special == "all":
+            allowed = self.special_tokens_set
+        else:
+            allowed = set(allowed_special)
+        if disallowed_special == "all":
+            disallowed = self.special_tokens_set - allowed
+        else:
+            disallowed = set(disallowed_special)
+        amask = self._mask(allowed)
+        dmask = self._mask(disallowed) if disallowed else None
+        return amask, bool(amask.any()), dmask
+
+    def _check_disallowed(self, buf: np.ndarray, dmask: np.ndarray | None) -> None:
+        if dmask is None or not dmask.any():
+            return
+        pos, idx = K.find_added(buf, 0, len(buf), self._t, dmask)
+        if pos >= 0:
+            raise_disallowed_special_token(self._compiled.added[idx].content)
+
+    # ------------------------------------------------------------------ scratch state
+    def _serial_state(self):
+        st = getattr(self._local, "state", None)
+        if st is None:
+            st = (new_cache(1), K.new_work(1))
+            self._local.state = st
+        return st
+
+    # ------------------------------------------------------------------ encoding one text
+    def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
+        out = np.empty(len(buf), dtype=np.uint32)
+        cache, work = self._serial_state()
+        n = K.encode_text(buf, self._t, amask, any_allowed, out, cache, 0, work[0])
+        out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
+        return out
+
+    def encode_to_numpy(self, text: str, *, allowed_special: AllowedSpecial = set(),
+                        disallowed_special: DisallowedSpecial = "all") -> np.ndarray:
+        """Token ids as a uint32 numpy array (no Python int per token)."""
+        buf = np.frombuffer(text_to_utf8(text), dtype=np.uint8)
+        amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
+        self._check_disallowed(buf, dmask)
+        return self._encode_buf(buf, amask, any_allowed)
+
+    def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
+               disallowed_special: DisallowedSpecial = "all") -> list[int]:
+        """tiktoken's `encode`: special tokens in `allowed_special` become their ids; any other special
+        token found in the text raises ValueError unless `disallowed_special` excludes it."""
+        return self.encode_to_numpy(text, allowed_special=allowed_special,
+                                    disallowed_special=disallowed_special).tolist()
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of `text` with special tokens treated as plain text."""
+        buf = np.frombuffer(text_to_utf8(text), dtype=np.uint8)
+        return self._encode_buf(buf, self._no_added, False).tolist()
+
+    def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
+        buf = np.frombuffer(text_to_utf8(text), dtype=np.uint8)
+        return self._encode_buf(buf, self._no_added, False)
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of a text that is exactly one token (special tokens included); KeyError otherwise."""
+        if isinstance(text_or_bytes, str):
+            if text_or_bytes in self._special_tokens:
+                return self._special_tokens[text_or_bytes]
+            data = text_or_bytes.encode("utf-8")
+        else:
+            data = bytes(text_or_bytes)
+        from .kernels.hashing import token_id_of_bytes
+
+        t = token_id_of_bytes(self._t, data)
+        if t < 0:
+            raise KeyError(data)
+        return t
+
+    # ------------------------------------------------------------------ batches
+    def _parallel(self, workers: int):
+        st = self._parallel_state
+        if st is None or st[0].hashes.shape[0] < workers:
+            st = (new_cache(workers), K.new_work(workers))
+            self._parallel_state = st
+        return st
+
+    def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None = None, *,
+                    num_threads: int = 0, amask: np.ndarray | None = None,
+                    any_allowed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Encode rows of a string column (UTF-8 `data`, int64 `offsets`); returns (ids, row offsets).
+
+        The caller guarantees 0 <= offsets[0] <= ... <= offsets[-1] <= len(data) (checked here)."""
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        n_rows = len(offsets) - 1
+        if n_rows < 0:
+            raise ValueError("offsets must have at least one entry")
+        if n_rows and (offsets[0] < 0 or offsets[-1] > len(data) or np.any(np.diff(offsets) < 0)):
+            raise ValueError("row offsets are not increasing within the data buffer")
+        if valid is None:
+            valid = np.ones(n_rows, dtype=np.uint8)
+        if amask is None:
+            amask = self._no_added
+        total = int(offsets[-1] - offsets[0]) if n_rows else 0
+        out = np.empty(max(total, 1), dtype=np.uint32)
+        counts = np.empty(n_rows, dtype=np.int64)
+        threads = max(1, min(resolve_threads(num_threads), n_rows))
+        # Byte-balanced contiguous chunks, one per worker.
+        targets = offsets[0] + (np.arange(1, threads, dtype=np.int64) * total) // threads
+        inner = np.searchsorted(offsets, targets, side="left").astype(np.int64)
+        bounds = np.concatenate(([0], np.clip(inner, 0, n_rows), [n_rows])).astype(np.int64)
+        bounds = np.maximum.accumulate(bounds)
+        with _PARALLEL_LOCK:
+            cache, work = self._parallel(threads)
+            prev = numba.get_num_threads()
+            numba.set_num_threads(threads)
+            try:
+                K.encode_rows(data, offsets, valid, bounds, self._t, amask, any_allowed, out, counts, cache, work)
+            finally:
+                numba.set_num_threads(prev)
+        new_offsets = np.empty(n_rows + 1, dtype=np.int64)
+        n = K.compact_rows(out, offsets, 0, n_rows, counts, new_offsets)
+        out.resize(n, refcheck=False)
+        return out, new_offsets
+
+    def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        encoded = [text_to_utf8(t) for t in texts]
+        lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        return data, offsets
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int = 0,
+                              allowed_special: AllowedSpecial = set(),
+                              disallowed_special: DisallowedSpecial = "all") -> tuple[np.ndarray, np.ndarray]:
+        """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel."""
+        data, offsets = self._texts_to_rows(texts)
+        amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
+        if dmask is not None and dmask.any():
+            for t in texts:  # same order and message as encoding them one by one
+                self._check_disallowed(np.frombuffer(text_to_utf8(t), dtype=np.uint8), dmask)
+        return self.encode_rows(data, offsets, num_threads=num_threads, amask=amask, any_allowed=any_allowed)
+
+    @staticmethod
+    def _split(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
+        flat = ids.tolist()
+        o = offsets.tolist()
+        return [flat[o[i]:o[i + 1]] for i in range(len(o) - 1)]
+
+    def encode_batch(self, texts: Sequence[str], *, num_threads: int = 0,
+                     allowed_special: AllowedSpecial = set(),
+                     disallowed_special: DisallowedSpecial = "all") -> list[list[int]]:
+        """`encode` over a list, in parallel (num_threads=0: all cores); same result for any thread count."""
+        return self._split(*self.encode_batch_to_numpy(texts, num_threads=num_threads,
+                                                       allowed_special=allowed_special,
+                                                       disallowed_special=disallowed_special))
+
+    def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int = 0) -> list[list[int]]:
+        """`encode_ordinary` over a list, in parallel."""
+        data, offsets = self._texts_to_rows(texts)
+        return self._split(*self.encode_rows(data, offsets, num_threads=num_threads))
+
+    # ------------------------------------------------------------------ decoding
+    def _ids_array(self, tokens: Iterable[int]) -> np.ndarray:
+        if isinstance(tokens, np.ndarray):
+            ids = tokens.astype(np.int64, copy=False).ravel()
+        else:
+            ids = np.fromiter(tokens, dtype=np.int64) if not isinstance(tokens, (list, tuple)) \
+                else np.array(tokens, dtype=np.int64).ravel()
+        if len(ids):
+            bad = (ids < 0) | (ids >= self.n_vocab)
+            if not bad.any():
+                bad = ~self._compiled.valid[ids]
+            if bad.any():
+                i = int(ids[np.argmax(bad)])
+                raise ValueError(f"token id {i} is not in the vocabulary of {self.name!r} "
+                                 f"(n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+        return ids
+
+    def decode_bytes(self, tokens: Iterable[int]) -> bytes:
+        ids = self._ids_array(tokens)
+        return gather_bytes(ids, self._t.tok_bytes, self._t.tok_offsets).tobytes()
+
+    def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
+        """Token ids -> text; with errors="replace", one U+FFFD per maximal ill-formed subsequence."""
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        t = int(self._ids_array([token])[0])
+        o = self._t.tok_offsets
+        return self._t.tok_bytes[o[t]:o[t + 1]].tobytes()
+
+    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
+        ids = self._ids_array(tokens)
+        o = self._t.tok_offsets
+        b = self._t.tok_bytes
+        return [b[o[t]:o[t + 1]].tobytes() for t in ids.tolist()]
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every ordinary (mergeable) token, in id order."""
+        return sorted(self._model.vocab, key=self._model.vocab.__getitem__)

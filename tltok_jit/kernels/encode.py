@@ -1,0 +1,172 @@
+"""Text -> token ids: added-token matching, pretokenization, whole-piece lookup, cache, merge.
+
+`encode_span` encodes one text (buf[start:end]) into out[op:]; the row kernels run it over the rows of
+a string column (offsets into one byte buffer). A text of n bytes never yields more than n ids, so a
+row's ids always fit in the output region of its own bytes: workers never share output memory and
+the result is the same for any thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .cache import cache_get, cache_put
+from .hashing import hash_bytes, vocab_lookup
+from .jit import njit
+from .merge import SMALL_PIECE, merge_symbols
+from .scan import next_piece
+
+# Tables.config slots
+CFG_PATTERN = 0
+CFG_IGNORE_MERGES = 1
+CFG_USE_CACHE = 2
+
+
+@njit(inline="always")
+def encode_piece(buf, a, b, T, out, op, cache, w, vals):
+    n = b - a
+    if n == 1:
+        out[op] = T.byte_ids[buf[a]]
+        return op + 1
+    h = hash_bytes(buf, a, b)
+    if T.config[CFG_IGNORE_MERGES] != 0:
+        t = vocab_lookup(buf, a, b, h, T.vocab_slots, T.vocab_hash, T.tok_bytes, T.tok_offsets)
+        if t >= 0:
+            out[op] = t
+            return op + 1
+    use_cache = T.config[CFG_USE_CACHE] != 0
+    if use_cache:
+        got = cache_get(cache, w, buf, a, b, h, out, op)
+        if got > 0:
+            return op + got
+    byte_ids = T.byte_ids
+    for k in range(n):
+        out[op + k] = byte_ids[buf[a + k]]
+    m = merge_symbols(out, op, n, T.pair_keys, T.pair_vals, vals)
+    if use_cache:
+        cache_put(cache, w, buf, a, b, h, out, op, m)
+    return op + m
+
+
+@njit
+def encode_ordinary_span(buf, start, end, T, out, op, cache, w, vals):
+    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position."""
+    kind = T.config[CFG_PATTERN]
+    s1 = T.stage1
+    s2 = T.stage2
+    pos = start
+    while pos < end:
+        pe = next_piece(kind, buf, pos, end, s1, s2)
+        op = encode_piece(buf, pos, pe, T, out, op, cache, w, vals)
+        pos = pe
+    return op
+
+
+@njit(inline="always")
+def match_added(buf, i, end, T, allowed):
+    """Leftmost-longest allowed added token starting at buf[i]: (token index, length) or (-1, 0)."""
+    node = T.trie_root[buf[i]]
+    best = -1
+    best_len = 0
+    j = i + 1
+    while node >= 0:
+        t = T.trie_token[node]
+        if t >= 0 and allowed[t]:
+            best = t
+            best_len = j - i
+        if j >= end:
+            break
+        e0 = T.trie_edge_start[node]
+        e1 = T.trie_edge_start[node + 1]
+        c = buf[j]
+        child = -1
+        for e in range(e0, e1):
+            if T.trie_edge_byte[e] == c:
+                child = T.trie_edge_child[e]
+                break
+        node = child
+        j += 1
+    return best, best_len
+
+
+@njit
+def encode_span(buf, start, end, T, allowed, any_allowed, out, op, cache, w, vals):
+    """Encode buf[start:end], matching the added tokens flagged in `allowed` first."""
+    if not any_allowed:
+        return encode_ordinary_span(buf, start, end, T, out, op, cache, w, vals)
+    seg = start
+    i = start
+    while i < end:
+        if T.trie_root[buf[i]] < 0:
+            i += 1
+            continue
+        t, ln = match_added(buf, i, end, T, allowed)
+        if t < 0:
+            i += 1
+            continue
+        op = encode_ordinary_span(buf, seg, i, T, out, op, cache, w, vals)
+        out[op] = T.added_ids[t]
+        op += 1
+        i += ln
+        seg = i
+    return encode_ordinary_span(buf, seg, end, T, out, op, cache, w, vals)
+
+
+@njit
+def find_added(buf, start, end, T, mask):
+    """First (leftmost-longest) occurrence of an added token flagged in `mask`: (byte pos, index) or (-1, -1)."""
+    for i in range(start, end):
+        if T.trie_root[buf[i]] < 0:
+            continue
+        t, ln = match_added(buf, i, end, T, mask)
+        if t >= 0:
+            return i, t
+    return -1, -1
+
+
+@njit
+def encode_text(buf, T, allowed, any_allowed, out, cache, w, vals):
+    """Encode the whole buffer; returns the number of ids written to out."""
+    return encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, w, vals)
+
+
+@njit(parallel=True)
+def encode_rows(data, offsets, valid, bounds, T, allowed, any_allowed, out, counts, cache, vals):
+    """Encode rows [bounds[0], bounds[-1]) of a string column, chunk c = rows bounds[c]..bounds[c+1]
+    on worker c. Row r's ids are written at out[offsets[r] - offsets[bounds[0]]:]; counts[r - bounds[0]]
+    gets their number (0 for a null row)."""
+    base = offsets[bounds[0]]
+    r0 = bounds[0]
+    for c in prange(len(bounds) - 1):
+        for r in range(bounds[c], bounds[c + 1]):
+            if valid[r] == 0:
+                counts[r - r0] = 0
+                continue
+            a = offsets[r]
+            op0 = a - base
+            op = encode_span(data, a, offsets[r + 1], T, allowed, any_allowed, out, op0, cache, c, vals[c])
+            counts[r - r0] = op - op0
+
+
+@njit
+def compact_rows(out, offsets, r0, r1, counts, new_offsets):
+    """Move each row's ids from its byte-sized region to the packed layout, in place (left moves only)."""
+    base = offsets[r0]
+    new_offsets[0] = 0
+    for i in range(r1 - r0):
+        src = offsets[r0 + i] - base
+        dst = new_offsets[i]
+        n = counts[i]
+        if src != dst:
+            for k in range(n):
+                out[dst + k] = out[src + k]
+        new_offsets[i + 1] = dst + n
+    return new_offsets[r1 - r0]
+
+
+WORK_LEN = SMALL_PIECE + 8
+
+
+def new_work(workers: int) -> np.ndarray:
+    return np.zeros((workers, WORK_LEN), dtype=np.int64)

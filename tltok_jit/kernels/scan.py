@@ -1,0 +1,444 @@
+"""Pretokenization scanners: each split regex written by hand as a loop over character classes.
+
+`next_piece_<pattern>(buf, pos, end, stage1, stage2)` returns the end offset of the match that the
+pattern's `find_iter` over the segment `buf[start:end]` produces at `pos` (a match boundary, `pos < end`).
+`buf` is a uint8 array of valid UTF-8 (malformed bytes decode as single OTHER characters, see utf8.py);
+nothing outside `[pos, end)` is read. Regex `$` is `end` (Rust semantics: end of text only).
+
+Every position is covered by some alternative in these patterns (the last ones are `\\s` / `\\s+` and
+`[^\\s\\p{L}\\p{N}]` runs), so looping `pos = next_piece(...)` from the segment start partitions it.
+
+How the alternations reduce to loops (leftmost-first, with backtracking where the pattern allows it):
+
+* `\\s+(?!\\S)` on a maximal whitespace run of n characters that is followed by a non-space: the run
+  minus its last character when n >= 2 (that character starts the next piece), else the alternative
+  fails and the trailing `\\s` / `\\s+` takes the single character. Followed by end-of-text: the whole run.
+* `\\s*[\\r\\n]` and `\\s*[\\r\\n]+`: end just after the LAST CR/LF of the maximal whitespace run.
+* o200k letters (not possessive). Let U = [Lu Lt Lm Lo M], W = [Ll Lm Lo M], B = U & W = [Lm Lo M].
+  From p, take the maximal U run. Alternative 1 succeeds if the character after it is Ll (then the
+  piece runs to the end of the W run starting there), or else if the U run contains a B character
+  (U* backtracks to the last B, which W+ then takes alone). Otherwise alternative 2 takes the U run
+  (W* is empty there). The optional `[^\\r\\n\\p{L}\\p{N}]` prefix is tried first; a mark is both in the
+  prefix class and in U/W, so when alternative 1 fails after a mark prefix it is retried with the
+  mark as the word itself, which always succeeds with the mark alone (before alternative 2 is tried).
+* `(?i:...)` contractions: Unicode simple case folding, so `'ſ` (U+017F folds to s) counts as `'s`
+  in cl100k and o200k (checked against tiktoken); no other code point folds onto d/l/m/r/s/t/v/e.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import int64 as np_int
+from numba.core import types
+from numba.extending import intrinsic
+
+from ..unicode.classes import (
+    CLS_LL,
+    CLS_LM,
+    CLS_LO,
+    CLS_LT,
+    CLS_LU,
+    CLS_MARK,
+    CLS_NUMBER,
+    CLS_OTHER,
+    CLS_SPACE,
+)
+from .jit import njit
+from .utf8 import cp_class, decode_cp
+
+PAT_GPT2 = 0  # r50k_base, p50k_base, gpt2
+PAT_CL100K = 1
+PAT_O200K = 2
+
+# Class-set bit masks: bit c set <=> class code c is in the set.
+M_L = (1 << CLS_LU) | (1 << CLS_LL) | (1 << CLS_LT) | (1 << CLS_LM) | (1 << CLS_LO)  # \p{L}
+M_N = 1 << CLS_NUMBER  # \p{N}
+M_S = 1 << CLS_SPACE  # \s
+M_O = (1 << CLS_OTHER) | (1 << CLS_MARK)  # [^\s\p{L}\p{N}]
+M_U = (1 << CLS_LU) | (1 << CLS_LT) | (1 << CLS_LM) | (1 << CLS_LO) | (1 << CLS_MARK)  # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+M_W = (1 << CLS_LL) | (1 << CLS_LM) | (1 << CLS_LO) | (1 << CLS_MARK)  # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+M_B = M_U & M_W  # Lm Lo M
+
+
+@intrinsic
+def data_ptr(typingctx, arr):
+    """Raw data pointer of a contiguous array, for the scanner cores.
+
+    Kernels that index arrays passed through many inlined helpers pay NRT reference-count updates
+    (atomic) on every helper boundary; the cores index raw pointers instead. The caller must keep the
+    array alive while the pointer is used (it does: the array is its own argument).
+    """
+    if not isinstance(arr, types.Array):
+        return None
+    sig = types.CPointer(arr.dtype)(arr)
+
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return sig, codegen
+
+
+_CR = 0x0D
+_LF = 0x0A
+_SP = 0x20
+_APOS = 0x27
+_SLASH = 0x2F
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared inline pieces (a new pattern variant is assembled from these). Their `buf`, `s1`, `s2` are
+# raw pointers (see `data_ptr`; arrays work too but cost reference counting), `a0` is
+# `stage1[0] << 8`: the stage-2 offset of the block that holds the ASCII classes (fast path).
+# ----------------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _class(buf, i, end, s1, s2, a0):
+    """(class code, byte length) of the character at i (i < end), with an ASCII fast path."""
+    b = buf[i]
+    if b < 0x80:
+        return np_int(s2[a0 + b]), np_int(1)
+    cp, n = decode_cp(buf, i, end)
+    return np_int(cp_class(cp, s1, s2)), np_int(n)
+
+
+@njit(inline="always")
+def _in(mask, c):
+    return ((mask >> c) & 1) != 0
+
+
+@njit(inline="always")
+def _run(buf, i, end, s1, s2, a0, mask):
+    """End of the maximal run starting at i of characters whose class is in `mask` (possessive X*)."""
+    while i < end:
+        b = buf[i]
+        if b < 0x80:
+            if not _in(mask, np_int(s2[a0 + b])):
+                break
+            i += 1
+        else:
+            cp, n = decode_cp(buf, i, end)
+            if not _in(mask, np_int(cp_class(cp, s1, s2))):
+                break
+            i += n
+    return i
+
+
+@njit(inline="always")
+def _run_max(buf, i, end, s1, s2, a0, mask, k):
+    """End of the run from i of at most k characters in `mask` (X{0,k}, greedy or possessive)."""
+    while k > 0 and i < end:
+        c, n = _class(buf, i, end, s1, s2, a0)
+        if not _in(mask, c):
+            break
+        i += n
+        k -= 1
+    return i
+
+
+@njit(inline="always")
+def _crlf_tail(buf, i, end):
+    """End of the run of CR/LF from i (`[\\r\\n]*`)."""
+    while i < end and (buf[i] == _CR or buf[i] == _LF):
+        i += 1
+    return i
+
+
+@njit(inline="always")
+def _crlf_slash_tail(buf, i, end):
+    """End of the run of CR/LF/'/' from i (`[\\r\\n/]*`)."""
+    while i < end:
+        b = buf[i]
+        if b != _CR and b != _LF and b != _SLASH:
+            break
+        i += 1
+    return i
+
+
+@njit(inline="always")
+def _contraction_cs(buf, i, end):
+    """Byte length of `'(?:[sdmt]|ll|ve|re)` (case-sensitive) at i, or 0. GPT-2 style."""
+    if i + 1 >= end or buf[i] != _APOS:
+        return 0
+    b1 = buf[i + 1]
+    if b1 == 0x73 or b1 == 0x64 or b1 == 0x6D or b1 == 0x74:  # s d m t
+        return 2
+    if i + 2 < end:
+        b2 = buf[i + 2]
+        if (b1 == 0x6C and b2 == 0x6C) or (b1 == 0x76 and b2 == 0x65) or (b1 == 0x72 and b2 == 0x65):
+            return 3  # ll ve re
+    return 0
+
+
+@njit(inline="always")
+def _contraction_ci(buf, i, end):
+    """Byte length of `'(?i:[sdmt]|ll|ve|re)` at i, or 0 (also `(?i:'s|'t|'re|'ve|'m|'ll|'d)`).
+
+    Rust regex `(?i)` is Unicode simple case folding: `s` also matches U+017F LATIN SMALL LETTER
+    LONG S (UTF-8 C5 BF); no other non-ASCII code point folds onto these letters.
+    """
+    if i + 1 >= end or buf[i] != _APOS:
+        return 0
+    b1 = buf[i + 1]
+    f1 = b1 | 0x20  # ASCII lower case (only letters can compare equal below)
+    if f1 == 0x73 or f1 == 0x64 or f1 == 0x6D or f1 == 0x74:  # s d m t
+        return 2
+    if i + 2 < end:
+        b2 = buf[i + 2]
+        if b1 == 0xC5 and b2 == 0xBF:  # ſ
+            return 3
+        f2 = b2 | 0x20
+        if (f1 == 0x6C and f2 == 0x6C) or (f1 == 0x76 and f2 == 0x65) or (f1 == 0x72 and f2 == 0x65):
+            return 3  # ll ve re
+    return 0
+
+
+@njit(inline="always")
+def _ws_scan(buf, pos, end, s1, s2, a0):
+    """For a whitespace character at pos: (run_end, last_start, nl_end) of the maximal `\\s` run
+    [pos, run_end): the start of its last character, and the end of its last CR/LF (-1 if none)."""
+    i = pos
+    last = pos
+    nl = np_int(-1)
+    while i < end:
+        b = buf[i]
+        if b < 0x80:
+            if s2[a0 + b] != CLS_SPACE:
+                break
+            last = i
+            i += 1
+            if b == _LF or b == _CR:
+                nl = i
+        else:
+            cp, n = decode_cp(buf, i, end)
+            if cp_class(cp, s1, s2) != CLS_SPACE:
+                break
+            last = i
+            i += n
+    return i, last, nl
+
+
+@njit(inline="always")
+def _ws_lookahead(pos, run_end, last, end):
+    """`\\s+(?!\\S)|\\s` (or `|\\s+`) on a run that is not followed by end of text handled elsewhere:
+    all but the last character when the run has >= 2 characters and a non-space follows."""
+    if run_end == end:
+        return run_end  # (?!\S) holds at end of text
+    if last > pos:
+        return last
+    return run_end  # one character: the single-\s fallback
+
+
+@njit(inline="always")
+def _cased_word(buf, p, end, s1, s2, a0):
+    """o200k/Tekken letters from p, without prefix or contraction:
+    (end of `U*W+` or -1, end of `U+W*` or -1), U/W as in the module docstring."""
+    i = p
+    last_b = np_int(-1)
+    while i < end:
+        c, n = _class(buf, i, end, s1, s2, a0)
+        if not _in(M_U, c):
+            if c == CLS_LL:  # U* ends right before an Ll: W+ from there, greedy
+                e = _run(buf, i + n, end, s1, s2, a0, M_W)
+                return e, e
+            break
+        if _in(M_B, c):
+            last_b = i + n
+        i += n
+    a2 = i if i > p else np_int(-1)
+    return last_b, a2
+
+
+@njit(inline="always")
+def _o200k_word(buf, pos, end, s1, s2, a0, c0, n0):
+    """The two cased-letter alternatives of o200k/Tekken at pos (first char class c0, n0 bytes),
+    without the contraction suffix; -1 if neither matches."""
+    if _in(M_L, c0):
+        a1, a2 = _cased_word(buf, pos, end, s1, s2, a0)
+        return a1 if a1 >= 0 else a2
+    # c0 is in [^\r\n\p{L}\p{N}] (caller checked): try it as the optional prefix first.
+    p = pos + n0
+    a1 = np_int(-1)
+    a2 = np_int(-1)
+    if p < end:
+        a1, a2 = _cased_word(buf, p, end, s1, s2, a0)
+    if a1 < 0 and c0 == CLS_MARK:
+        a1 = p  # alternative 1 without the prefix: the mark alone is the word
+    return a1 if a1 >= 0 else a2
+
+
+# ----------------------------------------------------------------------------------------------
+# The scanner cores (pointer arguments, inlined into callers) and the array-level entry points
+# ----------------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def scan_gpt2(buf, pos, end, s1, s2, a0):
+    """r50k/p50k/gpt2: `'(?:[sdmt]|ll|ve|re)| ?\\p{L}++| ?\\p{N}++| ?[^\\s\\p{L}\\p{N}]++|\\s++$|\\s+(?!\\S)|\\s`"""
+    b = buf[pos]
+    if b == _APOS:
+        k = _contraction_cs(buf, pos, end)
+        if k > 0:
+            return pos + k
+    c, n = _class(buf, pos, end, s1, s2, a0)
+    if c == CLS_SPACE:
+        if b == _SP and pos + 1 < end:
+            c2, n2 = _class(buf, pos + 1, end, s1, s2, a0)
+            if c2 != CLS_SPACE:
+                if _in(M_L, c2):
+                    return _run(buf, pos + 1 + n2, end, s1, s2, a0, M_L)
+                if c2 == CLS_NUMBER:
+                    return _run(buf, pos + 1 + n2, end, s1, s2, a0, M_N)
+                return _run(buf, pos + 1 + n2, end, s1, s2, a0, M_O)
+        run_end, last, nl = _ws_scan(buf, pos, end, s1, s2, a0)
+        return _ws_lookahead(pos, run_end, last, end)  # \s++$ | \s+(?!\S) | \s
+    if _in(M_L, c):
+        return _run(buf, pos + n, end, s1, s2, a0, M_L)
+    if c == CLS_NUMBER:
+        return _run(buf, pos + n, end, s1, s2, a0, M_N)
+    return _run(buf, pos + n, end, s1, s2, a0, M_O)
+
+
+@njit(inline="always")
+def scan_cl100k(buf, pos, end, s1, s2, a0):
+    """cl100k: `'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+|
+    ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s`"""
+    b = buf[pos]
+    if b == _APOS:
+        k = _contraction_ci(buf, pos, end)
+        if k > 0:
+            return pos + k
+    c, n = _class(buf, pos, end, s1, s2, a0)
+    if _in(M_L, c):
+        return _run(buf, pos + n, end, s1, s2, a0, M_L)
+    if c == CLS_NUMBER:
+        return _run_max(buf, pos + n, end, s1, s2, a0, M_N, 2)
+    p = pos + n
+    if b != _CR and b != _LF and p < end:
+        # c0 is in [^\r\n\p{L}\p{N}]: the prefix of [^\r\n\p{L}\p{N}]?+\p{L}++ (possessive: no retry without it)
+        c2, n2 = _class(buf, p, end, s1, s2, a0)
+        if _in(M_L, c2):
+            return _run(buf, p + n2, end, s1, s2, a0, M_L)
+        if c == CLS_SPACE:
+            if b == _SP and _in(M_O, c2):  # ' ?[^\s\p{L}\p{N}]++[\r\n]*+' with the space
+                return _crlf_tail(buf, _run(buf, p + n2, end, s1, s2, a0, M_O), end)
+        else:
+            return _crlf_tail(buf, _run(buf, p, end, s1, s2, a0, M_O), end)
+    elif c != CLS_SPACE:
+        return p  # a lone OTHER/mark at the end of the segment
+    run_end, last, nl = _ws_scan(buf, pos, end, s1, s2, a0)
+    if run_end == end:
+        return end  # \s++$
+    if nl >= 0:
+        return nl  # \s*[\r\n]
+    return _ws_lookahead(pos, run_end, last, end)  # \s+(?!\S) | \s
+
+
+@njit(inline="always")
+def scan_o200k(buf, pos, end, s1, s2, a0):
+    """o200k: `[^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]*[LlLmLoM]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+    [^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]+[LlLmLoM]*(?i:...)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|
+    \\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`"""
+    b = buf[pos]
+    c, n = _class(buf, pos, end, s1, s2, a0)
+    if c == CLS_NUMBER:
+        return _run_max(buf, pos + n, end, s1, s2, a0, M_N, 2)
+    if b != _CR and b != _LF:
+        w = _o200k_word(buf, pos, end, s1, s2, a0, c, n)
+        if w >= 0:
+            return w + _contraction_ci(buf, w, end)
+    if c == CLS_SPACE:
+        if b == _SP and pos + 1 < end:
+            c2, n2 = _class(buf, pos + 1, end, s1, s2, a0)
+            if _in(M_O, c2):
+                return _crlf_slash_tail(buf, _run(buf, pos + 1 + n2, end, s1, s2, a0, M_O), end)
+        run_end, last, nl = _ws_scan(buf, pos, end, s1, s2, a0)
+        if nl >= 0:
+            return nl  # \s*[\r\n]+
+        return _ws_lookahead(pos, run_end, last, end)  # \s+(?!\S) | \s+
+    # OTHER (marks and letters were taken by the word alternatives)
+    return _crlf_slash_tail(buf, _run(buf, pos + n, end, s1, s2, a0, M_O), end)
+
+
+@njit(inline="always")
+def scan_any(kind, buf, pos, end, s1, s2, a0):
+    """Dispatch on the pattern kind (PAT_*); -1 for an unknown kind."""
+    if kind == PAT_GPT2:
+        return scan_gpt2(buf, pos, end, s1, s2, a0)
+    if kind == PAT_CL100K:
+        return scan_cl100k(buf, pos, end, s1, s2, a0)
+    if kind == PAT_O200K:
+        return scan_o200k(buf, pos, end, s1, s2, a0)
+    return np_int(-1)
+
+
+@njit(inline="always")
+def scan_pointers(buf, stage1, stage2):
+    """(buf, s1, s2, a0) for the cores from the arrays (which must outlive their use)."""
+    return data_ptr(buf), data_ptr(stage1), data_ptr(stage2), np_int(stage1[0]) << 8
+
+
+@njit
+def next_piece_gpt2(buf, pos, end, stage1, stage2):
+    """End of the r50k/p50k/gpt2 piece that starts at pos (pos < end)."""
+    p, s1, s2, a0 = scan_pointers(buf, stage1, stage2)
+    return scan_gpt2(p, np_int(pos), np_int(end), s1, s2, a0)
+
+
+@njit
+def next_piece_cl100k(buf, pos, end, stage1, stage2):
+    """End of the cl100k piece that starts at pos (pos < end)."""
+    p, s1, s2, a0 = scan_pointers(buf, stage1, stage2)
+    return scan_cl100k(p, np_int(pos), np_int(end), s1, s2, a0)
+
+
+@njit
+def next_piece_o200k(buf, pos, end, stage1, stage2):
+    """End of the o200k piece that starts at pos (pos < end)."""
+    p, s1, s2, a0 = scan_pointers(buf, stage1, stage2)
+    return scan_o200k(p, np_int(pos), np_int(end), s1, s2, a0)
+
+
+@njit
+def next_piece(kind, buf, pos, end, stage1, stage2):
+    """End of the piece of pattern `kind` (PAT_*) that starts at pos; -1 for an unknown kind."""
+    p, s1, s2, a0 = scan_pointers(buf, stage1, stage2)
+    return scan_any(kind, p, np_int(pos), np_int(end), s1, s2, a0)
+
+
+@njit(inline="always")
+def _count_loop(kind, p, pos, end, s1, s2, a0):
+    cnt = np_int(0)
+    if kind == PAT_GPT2:
+        while pos < end:
+            pos = scan_gpt2(p, pos, end, s1, s2, a0)
+            cnt += 1
+    elif kind == PAT_CL100K:
+        while pos < end:
+            pos = scan_cl100k(p, pos, end, s1, s2, a0)
+            cnt += 1
+    elif kind == PAT_O200K:
+        while pos < end:
+            pos = scan_o200k(p, pos, end, s1, s2, a0)
+            cnt += 1
+    else:
+        return np_int(-1)
+    return cnt
+
+
+@njit
+def count_pieces(kind, buf, start, end, stage1, stage2):
+    """Number of pieces of buf[start:end] (the scanning benchmark kernel); -1 for an unknown kind."""
+    p, s1, s2, a0 = scan_pointers(buf, stage1, stage2)
+    return _count_loop(kind, p, np_int(start), np_int(end), s1, s2, a0)
+
+
+@njit
+def piece_ends(kind, buf, start, end, stage1, stage2):
+    """int64 array of the end offsets of the pieces of buf[start:end], in order."""
+    p, s1, s2, a0 = scan_pointers(buf, stage1, stage2)
+    n = _count_loop(kind, p, np_int(start), np_int(end), s1, s2, a0)
+    out = np.empty(max(n, 0), dtype=np.int64)
+    pos = np_int(start)
+    for j in range(n):
+        pos = scan_any(kind, p, pos, np_int(end), s1, s2, a0)
+        out[j] = pos
+    return out

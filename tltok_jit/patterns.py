@@ -1,0 +1,41 @@
+"""The split patterns we have hand-written scanners for, by their exact text."""
+
+from __future__ import annotations
+
+R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+# The original GPT-2 release's pattern; tiktoken's R50K_PATTERN is its faster equivalent.
+GPT2_ORIGINAL_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+PATTERN_KINDS: dict[str, str] = {
+    R50K_PATTERN: "gpt2",
+    GPT2_ORIGINAL_PATTERN: "gpt2",
+    CL100K_PATTERN: "cl100k",
+    O200K_PATTERN: "o200k",
+}
+
+
+def kind_of_pattern(pattern: str) -> str | None:
+    """The scanner kind implementing `pattern` exactly, or None."""
+    return PATTERN_KINDS.get(pattern)
+
+
+def registry_defaults(name: str) -> tuple[str, dict[str, int]]:
+    """(pattern, special tokens) of a known encoding name."""
+    from .registry import encoding_spec
+
+    spec = encoding_spec(name)
+    return spec.pattern, dict(spec.special_tokens)

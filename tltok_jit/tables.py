@@ -1,0 +1,183 @@
+"""ModelDescription -> validated flat arrays (the only thing kernels see).
+
+Everything a kernel indexes is checked here: every id in a table is < n_vocab and has bytes, the
+256 single bytes are tokens, every merge's parts and result exist, the pattern has a scanner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .kernels.hashing import build_vocab_table, insert_pairs, rank_splits
+from .kernels.scan import PAT_CL100K, PAT_GPT2, PAT_O200K
+from .model import ModelDescription, TokenizerFileError
+from .unicode import class_tables
+
+PATTERN_KINDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K}
+
+
+class Tables(NamedTuple):
+    tok_bytes: np.ndarray  # uint8: all token bytes, id order
+    tok_offsets: np.ndarray  # int64[n_vocab + 1]
+    vocab_slots: np.ndarray  # int32 hash slots of ordinary tokens (-1 empty)
+    vocab_hash: np.ndarray  # uint64 hash per slot
+    pair_keys: np.ndarray  # uint64 (left << 32 | right), all-ones empty
+    pair_vals: np.ndarray  # int64 (rank << 32 | merged id)
+    byte_ids: np.ndarray  # int32[256]: the token of each single byte
+    stage1: np.ndarray  # uint16 character-class table, stage 1
+    stage2: np.ndarray  # uint8 character-class table, stage 2
+    trie_root: np.ndarray  # int32[256]: node after the first byte of an added token, or -1
+    trie_edge_start: np.ndarray  # int32[n_nodes + 1]
+    trie_edge_byte: np.ndarray  # uint8[n_edges]
+    trie_edge_child: np.ndarray  # int32[n_edges]
+    trie_token: np.ndarray  # int32[n_nodes]: index of the added token ending here, or -1
+    added_ids: np.ndarray  # int32[n_added]
+    config: np.ndarray  # int64[4]: pattern kind, ignore_merges, use_cache, unused
+
+
+@dataclass
+class Compiled:
+    tables: Tables
+    valid: np.ndarray  # bool[n_vocab]: id has bytes
+    n_vocab: int
+    added: list  # AddedToken, index = position in the trie's token numbering
+    unicode_version: str
+
+
+def _pow2_at_least(n: int) -> int:
+    c = 16
+    while c < n:
+        c <<= 1
+    return c
+
+
+def _readonly(*arrays: np.ndarray) -> None:
+    for a in arrays:
+        a.flags.writeable = False
+
+
+def _build_trie(contents: list[bytes]):
+    children: list[dict[int, int]] = [{}]
+    token_at: list[int] = [-1]
+    for idx, data in enumerate(contents):
+        node = 0
+        for byte in data:
+            nxt = children[node].get(byte)
+            if nxt is None:
+                nxt = len(children)
+                children[node][byte] = nxt
+                children.append({})
+                token_at.append(-1)
+            node = nxt
+        if token_at[node] < 0:
+            token_at[node] = idx
+    # Node 0 (the empty prefix) is not a kernel node: the root array maps the first byte directly.
+    root = np.full(256, -1, dtype=np.int32)
+    for byte, child in children[0].items():
+        root[byte] = child
+    starts = np.zeros(len(children) + 1, dtype=np.int32)
+    ebyte: list[int] = []
+    echild: list[int] = []
+    for n, ch in enumerate(children):
+        starts[n] = len(ebyte)
+        for byte in sorted(ch):
+            ebyte.append(byte)
+            echild.append(ch[byte])
+    starts[len(children)] = len(ebyte)
+    return (root, starts, np.array(ebyte, dtype=np.uint8), np.array(echild, dtype=np.int32),
+            np.array(token_at, dtype=np.int32))
+
+
+def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compiled:
+    """Validate `model` and lay it out as flat arrays."""
+    where = model.source or model.name
+    if model.pattern_kind not in PATTERN_KINDS:
+        raise TokenizerFileError(
+            f"{where}: no scanner for split pattern kind {model.pattern_kind!r} "
+            f"(pattern {model.pattern!r}); known kinds: {sorted(PATTERN_KINDS)}")
+    vocab = model.vocab
+    if not vocab:
+        raise TokenizerFileError(f"{where}: the vocabulary is empty")
+    max_id = max(vocab.values())
+    min_id = min(vocab.values())
+    for t in model.added_tokens:
+        max_id = max(max_id, t.id)
+        min_id = min(min_id, t.id)
+    if min_id < 0:
+        raise TokenizerFileError(f"{where}: negative token id {min_id}")
+    if max_id >= 2**31 - 1:
+        raise TokenizerFileError(f"{where}: token id {max_id} is too large")
+    n_vocab = max_id + 1
+    if model.explicit_n_vocab is not None and model.explicit_n_vocab != n_vocab:
+        raise TokenizerFileError(
+            f"{where}: expected {model.explicit_n_vocab} tokens, the ids go up to {max_id}")
+
+    by_id: list[bytes | None] = [None] * n_vocab
+    for data, i in vocab.items():
+        if not data:
+            raise TokenizerFileError(f"{where}: token {i} has no bytes")
+        if by_id[i] is not None:
+            raise TokenizerFileError(f"{where}: id {i} is given to two tokens, {by_id[i]!r} and {data!r}")
+        by_id[i] = data
+    added_contents = []
+    for t in model.added_tokens:
+        content = t.content.encode("utf-8")
+        if not content:
+            raise TokenizerFileError(f"{where}: added token {t.id} is empty")
+        if by_id[t.id] is None:
+            by_id[t.id] = content
+        elif model.merges is None and by_id[t.id] != content:
+            raise TokenizerFileError(
+                f"{where}: special token {t.content!r} has id {t.id}, which is the ordinary token {by_id[t.id]!r}")
+        added_contents.append(content)
+
+    lengths = np.array([len(b) if b is not None else 0 for b in by_id], dtype=np.int64)
+    offsets = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tok_bytes = np.frombuffer(b"".join(b for b in by_id if b is not None), dtype=np.uint8).copy()
+    valid = lengths > 0
+
+    ordinary = np.zeros(n_vocab, dtype=np.bool_)
+    ordinary[np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab))] = True
+    slots, slot_hash, dup = build_vocab_table(tok_bytes, offsets, ordinary, _pow2_at_least(2 * len(vocab)))
+    if dup >= 0:
+        raise TokenizerFileError(f"{where}: token {dup} repeats the bytes of another token")
+
+    byte_ids = np.full(256, -1, dtype=np.int32)
+    for b in range(256):
+        i = vocab.get(bytes([b]))
+        if i is None:
+            raise TokenizerFileError(f"{where}: the single byte {b:#04x} is not a token (byte-level BPE needs all 256)")
+        byte_ids[b] = i
+
+    if model.merges is None:
+        lefts, rights, ranks, ids = rank_splits(tok_bytes, offsets, ordinary, slots, slot_hash)
+    else:
+        m = len(model.merges)
+        lefts = np.empty(m, dtype=np.int32)
+        rights = np.empty(m, dtype=np.int32)
+        ids = np.empty(m, dtype=np.int32)
+        for r, (a, b) in enumerate(model.merges):
+            ia, ib, im = vocab.get(a), vocab.get(b), vocab.get(a + b)
+            if ia is None or ib is None or im is None:
+                missing = a if ia is None else b if ib is None else a + b
+                raise TokenizerFileError(
+                    f"{where}: merge {r} ({a!r} + {b!r}) uses {missing!r}, which is not in the vocabulary")
+            lefts[r], rights[r], ids[r] = ia, ib, im
+        ranks = np.arange(m, dtype=np.int32)
+    pair_keys, pair_vals, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
+
+    stage1, stage2, uversion = class_tables()
+    root, starts, ebyte, echild, token_at = _build_trie(added_contents)
+    added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
+    config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), 0],
+                      dtype=np.int64)
+    arrays = (tok_bytes, offsets, slots, slot_hash, pair_keys, pair_vals, byte_ids, root, starts, ebyte,
+              echild, token_at, added_ids, config, valid)
+    _readonly(*arrays)
+    tables = Tables(tok_bytes, offsets, slots, slot_hash, pair_keys, pair_vals, byte_ids, stage1, stage2,
+                    root, starts, ebyte, echild, token_at, added_ids, config)
+    return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)
