@@ -31,6 +31,13 @@ def text_to_utf8(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
+class UnknownTokenError(KeyError, ValueError):
+    """A token id outside the vocabulary (a KeyError as in tiktoken, and a ValueError)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def raise_disallowed_special_token(token: str):
     raise ValueError(
         f"Encountered text corresponding to disallowed special token {token!r}.\n"
@@ -148,15 +155,27 @@ class Encoding:
         else:
             disallowed = set(disallowed_special)
         amask = self._mask(allowed)
-        dmask = self._mask(disallowed) if disallowed else None
-        return amask, bool(amask.any()), dmask
+        if not disallowed:
+            return amask, bool(amask.any()), None
+        if disallowed <= self._special_tokens.keys():
+            return amask, bool(amask.any()), self._mask(disallowed)
+        # tiktoken refuses any string listed as disallowed, special token or not: search for them all.
+        import regex
 
-    def _check_disallowed(self, buf: np.ndarray, dmask: np.ndarray | None) -> None:
-        if dmask is None or not dmask.any():
+        pattern = regex.compile("|".join(regex.escape(s) for s in sorted(disallowed, key=len, reverse=True)))
+        return amask, bool(amask.any()), pattern
+
+    def _check_disallowed(self, text: str, buf: np.ndarray, disallowed) -> None:
+        if disallowed is None:
             return
-        pos, idx = K.find_added(buf, 0, len(buf), self._t, dmask)
-        if pos >= 0:
-            raise_disallowed_special_token(self._compiled.added[idx].content)
+        if isinstance(disallowed, np.ndarray):
+            if not disallowed.any():
+                return
+            pos, idx = K.find_added(buf, 0, len(buf), self._t, disallowed)
+            if pos >= 0:
+                raise_disallowed_special_token(self._compiled.added[idx].content)
+        elif (m := disallowed.search(text)) is not None:
+            raise_disallowed_special_token(m.group())
 
     # ------------------------------------------------------------------ scratch state
     def _serial_state(self):
@@ -179,7 +198,7 @@ class Encoding:
         """Token ids as a uint32 numpy array (no Python int per token)."""
         buf = np.frombuffer(text_to_utf8(text), dtype=np.uint8)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-        self._check_disallowed(buf, dmask)
+        self._check_disallowed(text, buf, dmask)
         return self._encode_buf(buf, amask, any_allowed)
 
     def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
@@ -273,9 +292,9 @@ class Encoding:
         """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel."""
         data, offsets = self._texts_to_rows(texts)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-        if dmask is not None and dmask.any():
+        if dmask is not None:
             for t in texts:  # same order and message as encoding them one by one
-                self._check_disallowed(np.frombuffer(text_to_utf8(t), dtype=np.uint8), dmask)
+                self._check_disallowed(t, np.frombuffer(text_to_utf8(t), dtype=np.uint8), dmask)
         return self.encode_rows(data, offsets, num_threads=num_threads, amask=amask, any_allowed=any_allowed)
 
     @staticmethod
@@ -310,8 +329,8 @@ class Encoding:
                 bad = ~self._compiled.valid[ids]
             if bad.any():
                 i = int(ids[np.argmax(bad)])
-                raise ValueError(f"token id {i} is not in the vocabulary of {self.name!r} "
-                                 f"(n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+                raise UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
+                                 f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
         return ids
 
     def decode_bytes(self, tokens: Iterable[int]) -> bytes:

@@ -123,16 +123,20 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
             raise TokenizerFileError(f"{where}: id {i} is given to two tokens, {by_id[i]!r} and {data!r}")
         by_id[i] = data
     added_contents = []
+    added_ids_seen: set[int] = set()
     for t in model.added_tokens:
         content = t.content.encode("utf-8")
         if not content:
             raise TokenizerFileError(f"{where}: added token {t.id} is empty")
         if by_id[t.id] is None:
             by_id[t.id] = content
+        elif t.id in added_ids_seen:
+            pass  # several added tokens share an id (o200k_harmony); decoding gives the first one
         elif model.merges is None and by_id[t.id] != content:
             raise TokenizerFileError(
                 f"{where}: special token {t.content!r} has id {t.id}, which is the ordinary token {by_id[t.id]!r}")
         added_contents.append(content)
+        added_ids_seen.add(t.id)
 
     lengths = np.array([len(b) if b is not None else 0 for b in by_id], dtype=np.int64)
     offsets = np.zeros(n_vocab + 1, dtype=np.int64)

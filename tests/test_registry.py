@@ -1,0 +1,307 @@
+"""The encoding registry: the specs equal tiktoken's, rank files resolve through TLTOK_DATA and the cache,
+and the download path works (and refuses a wrong hash) against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import os
+import pathlib
+import shutil
+import threading
+
+import pytest
+
+from tltok_jit import registry
+from tltok_jit.model import AddedToken, TokenizerFileError
+from tltok_jit.registry import RankFileHashError, RankFileUnavailableError
+
+tiktoken_load = pytest.importorskip("tiktoken.load")
+openai_public = pytest.importorskip("tiktoken_ext.openai_public")
+
+
+def _shared_tiktoken_dir() -> pathlib.Path:
+    for d in os.environ.get("TLTOK_DATA", "").split(os.pathsep):
+        if d and (pathlib.Path(d) / "tiktoken").is_dir():
+            return pathlib.Path(d) / "tiktoken"
+        if d and pathlib.Path(d).is_dir() and list(pathlib.Path(d).glob("*.tiktoken")):
+            return pathlib.Path(d)
+    return pathlib.Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / "tiktoken"
+
+
+SHARED = _shared_tiktoken_dir()
+
+
+def _shared(stem: str) -> pathlib.Path:
+    path = SHARED / f"{stem}.tiktoken"
+    if not path.is_file():
+        pytest.skip(f"shared rank file missing: {path}")
+    return path
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    """A clean environment: no data dirs, a private cache, no network unless a test allows it."""
+    for var in ("TLTOK_DATA", "TLTOK_DOWNLOAD_BASE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TLTOK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TLTOK_OFFLINE", "1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    return monkeypatch
+
+
+# ------------------------------------------------------------------------------------- specs vs tiktoken
+
+
+def _tiktoken_constructor_outputs() -> dict[str, tuple[dict, tuple[str, str]]]:
+    """Run tiktoken's own constructors with the rank loading replaced by a recorder (no network)."""
+    out = {}
+    for name, ctor in openai_public.ENCODING_CONSTRUCTORS.items():
+        seen = []
+
+        def fake_load(url, expected_hash=None, _seen=seen):
+            _seen.append((url, expected_hash))
+            return {}
+
+        def fake_data_gym(**kw):
+            seen.append(("data_gym", kw))
+            return {}
+
+        mp = pytest.MonkeyPatch()
+        mp.setattr(openai_public, "load_tiktoken_bpe", fake_load)
+        mp.setattr(openai_public, "data_gym_to_mergeable_bpe_ranks", fake_data_gym)
+        try:
+            out[name] = (ctor(), seen[0])
+        finally:
+            mp.undo()
+    return out
+
+
+def test_names_are_tiktokens():
+    assert registry.list_encoding_names() == list(openai_public.ENCODING_CONSTRUCTORS)
+
+
+def test_specs_equal_tiktoken_source():
+    r50k = registry.encoding_spec("r50k_base")
+    for name, (ctor, source) in _tiktoken_constructor_outputs().items():
+        spec = registry.encoding_spec(name)
+        assert spec.name == ctor["name"] == name
+        assert spec.pattern == ctor["pat_str"], name
+        assert dict(spec.special_tokens) == ctor["special_tokens"], name
+        assert spec.explicit_n_vocab == ctor.get("explicit_n_vocab"), name
+        if name == "gpt2":  # tiktoken builds gpt2 from the data-gym files; we read r50k_base's ranks
+            assert source[0] == "data_gym"
+            assert (spec.rank_file, spec.url, spec.sha256) == (r50k.rank_file, r50k.url, r50k.sha256)
+        else:
+            assert (spec.url, spec.sha256) == source, name
+            assert spec.url.endswith("/" + spec.rank_file)
+
+
+def test_pattern_kinds():
+    kinds = {n: registry.encoding_spec(n).pattern_kind for n in registry.list_encoding_names()}
+    assert kinds == {"gpt2": "gpt2", "r50k_base": "gpt2", "p50k_base": "gpt2", "p50k_edit": "gpt2",
+                     "cl100k_base": "cl100k", "o200k_base": "o200k", "o200k_harmony": "o200k"}
+
+
+def test_unknown_name_lists_known_names(env):
+    with pytest.raises(ValueError) as ei:
+        registry.find_rank_file("o300k_base")
+    msg = str(ei.value)
+    assert "o300k_base" in msg and all(n in msg for n in registry.list_encoding_names())
+    with pytest.raises(ValueError, match="cl100k_base"):
+        registry.load_description("nope")
+
+
+# ----------------------------------------------------------------------------------- local resolution
+
+
+def test_cache_dir_precedence(monkeypatch, tmp_path):
+    monkeypatch.setenv("TLTOK_CACHE_DIR", str(tmp_path / "a"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert registry.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("TLTOK_CACHE_DIR")
+    assert registry.cache_dir() == tmp_path / "x" / "tltok_jit"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert registry.cache_dir() == tmp_path / "home" / ".cache" / "tltok_jit"
+
+
+@pytest.mark.parametrize("layout", ["tokenizers_dir", "tiktoken_dir"])
+def test_tltok_data_resolution(env, tmp_path, layout):
+    path = _shared("cl100k_base")
+    d = path.parent.parent if layout == "tokenizers_dir" else path.parent
+    env.setenv("TLTOK_DATA", os.pathsep.join([str(tmp_path / "does-not-exist"), str(d)]))
+    assert registry.find_rank_file("cl100k_base") == path
+
+
+def test_tltok_data_first_directory_wins(env, tmp_path):
+    path = _shared("r50k_base")
+    first = tmp_path / "first"
+    first.mkdir()
+    shutil.copy(path, first / "r50k_base.tiktoken")
+    env.setenv("TLTOK_DATA", os.pathsep.join([str(first), str(path.parent)]))
+    assert registry.find_rank_file("gpt2") == first / "r50k_base.tiktoken"
+
+
+def test_tltok_data_file_with_wrong_hash(env, tmp_path):
+    bad = tmp_path / "data" / "r50k_base.tiktoken"
+    bad.parent.mkdir()
+    bad.write_bytes(b"QQ== 0\n")
+    env.setenv("TLTOK_DATA", str(bad.parent))
+    with pytest.raises(RankFileHashError) as ei:
+        registry.find_rank_file("r50k_base")
+    msg = str(ei.value)
+    spec = registry.encoding_spec("r50k_base")
+    assert str(bad) in msg and spec.sha256 in msg and hashlib.sha256(b"QQ== 0\n").hexdigest() in msg
+    assert bad.exists()  # a user's file is never deleted
+    # the verdict is remembered per (path, size, mtime): rewriting the file is noticed
+    shutil.copy(_shared("r50k_base"), bad)
+    assert registry.find_rank_file("r50k_base") == bad
+
+
+def test_offline_and_missing(env, tmp_path):
+    env.setenv("TLTOK_DATA", str(tmp_path / "empty"))
+    with pytest.raises(RankFileUnavailableError) as ei:
+        registry.find_rank_file("p50k_edit")
+    msg = str(ei.value)
+    assert "p50k_base.tiktoken" in msg and str(tmp_path / "cache" / "p50k_base.tiktoken") in msg
+    assert "TLTOK_OFFLINE" in msg
+
+
+@pytest.mark.parametrize("name", ["gpt2", "r50k_base", "cl100k_base", "o200k_base", "o200k_harmony"])
+def test_load_description_from_tltok_data(env, name):
+    spec = registry.encoding_spec(name)
+    path = _shared(spec.rank_file.removesuffix(".tiktoken"))
+    env.setenv("TLTOK_DATA", str(path.parent.parent))
+    d = registry.load_description(name)
+    assert d.name == name and d.source == str(path)
+    assert d.vocab == tiktoken_load.load_tiktoken_bpe(str(path))
+    assert d.special_tokens == dict(spec.special_tokens)
+    assert d.added_tokens[0] == AddedToken(next(iter(spec.special_tokens)), next(iter(spec.special_tokens.values())))
+    assert d.pattern == spec.pattern and d.pattern_kind == spec.pattern_kind
+    assert d.merges is None and d.ignore_merges and d.explicit_n_vocab == spec.explicit_n_vocab
+    ids = set(d.vocab.values()) | set(d.special_tokens.values())
+    assert not set(d.vocab.values()) & set(d.special_tokens.values())
+    if spec.explicit_n_vocab is not None:
+        assert max(ids) + 1 == len(ids) == spec.explicit_n_vocab
+
+
+# --------------------------------------------------------------------------------- download (real HTTP)
+
+
+class _Server:
+    def __init__(self, root: pathlib.Path):
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                outer.requests.append(self.path)
+                super().do_GET()
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                     functools.partial(Handler, directory=str(root)))
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/encodings"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def server(tmp_path):
+    root = tmp_path / "www"
+    (root / "encodings").mkdir(parents=True)
+    s = _Server(root)
+    s.dir = root / "encodings"
+    yield s
+    s.close()
+
+
+def _online(env, server):
+    env.delenv("TLTOK_OFFLINE")
+    env.setenv("TLTOK_DOWNLOAD_BASE", server.base + "/")
+
+
+def _leftovers(cache: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in cache.iterdir()) if cache.exists() else []
+
+
+def test_download_success_then_cached(env, server, tmp_path):
+    src = _shared("r50k_base")
+    shutil.copy(src, server.dir / "r50k_base.tiktoken")
+    _online(env, server)
+    cache = tmp_path / "cache"
+
+    got = registry.find_rank_file("r50k_base")
+    assert got == cache / "r50k_base.tiktoken"
+    assert got.read_bytes() == src.read_bytes()
+    assert server.requests == ["/encodings/r50k_base.tiktoken"]
+    assert _leftovers(cache) == ["r50k_base.tiktoken"]  # no temporary file left behind
+
+    # second lookup, and gpt2 (same file): served from the cache, no new request
+    assert registry.find_rank_file("r50k_base") == got
+    assert registry.find_rank_file("gpt2") == got
+    assert len(server.requests) == 1
+    d = registry.load_description("gpt2")
+    assert d.vocab == tiktoken_load.load_tiktoken_bpe(str(src)) and d.source == str(got)
+
+
+def test_download_sha_mismatch(env, server, tmp_path):
+    src = _shared("r50k_base")
+    data = bytearray(src.read_bytes())
+    data[100] ^= 1  # one flipped bit
+    (server.dir / "r50k_base.tiktoken").write_bytes(bytes(data))
+    _online(env, server)
+    cache = tmp_path / "cache"
+
+    with pytest.raises(RankFileHashError) as ei:
+        registry.find_rank_file("r50k_base")
+    msg = str(ei.value)
+    url = server.base + "/r50k_base.tiktoken"
+    assert url in msg
+    assert registry.encoding_spec("r50k_base").sha256 in msg
+    assert hashlib.sha256(bytes(data)).hexdigest() in msg
+    assert _leftovers(cache) == []  # the download was deleted, nothing renamed into place
+    assert server.requests == ["/encodings/r50k_base.tiktoken"]
+
+
+def test_download_404_names_the_url(env, server):
+    _online(env, server)
+    with pytest.raises(RankFileUnavailableError) as ei:
+        registry.find_rank_file("cl100k_base")
+    assert server.base + "/cl100k_base.tiktoken" in str(ei.value)
+    assert "404" in str(ei.value)
+
+
+def test_corrupt_cache_file_is_replaced(env, server, tmp_path):
+    src = _shared("r50k_base")
+    shutil.copy(src, server.dir / "r50k_base.tiktoken")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "r50k_base.tiktoken").write_bytes(b"garbage\n")
+    _online(env, server)
+    got = registry.find_rank_file("r50k_base")
+    assert got.read_bytes() == src.read_bytes()
+    assert len(server.requests) == 1
+
+
+def test_tltok_data_takes_precedence_over_download(env, server):
+    path = _shared("r50k_base")
+    _online(env, server)
+    env.setenv("TLTOK_DATA", str(path.parent))
+    assert registry.find_rank_file("r50k_base") == path
+    assert server.requests == []
+
+
+def test_hash_error_is_a_tokenizer_file_error():
+    assert issubclass(RankFileHashError, TokenizerFileError)
+    assert issubclass(RankFileUnavailableError, OSError)
