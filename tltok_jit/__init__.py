@@ -12,6 +12,7 @@ __all__ = [
     "ByteTokenizer",
     "Encoding",
     "ModelDescription",
+    "MultiStreamDecoder",
     "StreamDecoder",
     "TokenizerFileError",
     "get_encoding",
@@ -54,8 +55,8 @@ def __getattr__(attr: str):
         from .bytetok import ByteTokenizer
 
         return ByteTokenizer
-    if attr == "StreamDecoder":
-        from .stream import StreamDecoder
+    if attr in ("StreamDecoder", "MultiStreamDecoder"):
+        from . import stream
 
-        return StreamDecoder
+        return getattr(stream, attr)
     raise AttributeError(f"module 'tltok_jit' has no attribute {attr!r}")

@@ -352,6 +352,20 @@ class Encoding:
         b = self._t.tok_bytes
         return [b[o[t]:o[t + 1]].tobytes() for t in ids.tolist()]
 
+    def decode_incremental(self, new_ids: Iterable[int], state: dict, *, final: bool = False) -> str:
+        """Text added by `new_ids`; `state["text"]` stays equal to decode(all ids so far). An unfinished
+        UTF-8 character is held back from the delta until it completes (or `final=True`)."""
+        from .stream import decode_incremental
+
+        return decode_incremental(self, new_ids, state, final=final)
+
+    def token_pieces(self, ids: Iterable[int]) -> list[str]:
+        """One string per token with "".join(pieces) == decode(ids); a split character goes to the
+        token that completes it."""
+        from .stream import token_pieces
+
+        return token_pieces(self, ids)
+
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every ordinary (mergeable) token, in id order."""
         return sorted(self._model.vocab, key=self._model.vocab.__getitem__)
