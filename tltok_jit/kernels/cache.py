@@ -39,60 +39,53 @@ def new_cache(workers: int) -> PieceCache:
 
 
 @njit(inline="always")
-def cache_get(cache, w, buf, start, end, h, out, op):
-    """Copy the cached ids of buf[start:end] to out[op:]; returns how many (0 = miss)."""
-    hashes = cache.hashes
-    meta = cache.meta
-    mask = hashes.shape[1] - 1
+def cache_get(hashes, meta, keys, vals, buf, start, end, h, out, op):
+    """Copy the cached ids of buf[start:end] to out[op:]; returns how many (0 = miss).
+
+    The arrays are one worker's rows (1-D hashes/keys/vals, 2-D meta)."""
+    mask = len(hashes) - 1
     s = slot_of(h, mask)
     n = end - start
     while True:
-        hs = hashes[w, s]
+        hs = hashes[s]
         if hs == 0:
             return 0
-        if hs == h and meta[w, s, 1] == n and bytes_equal(cache.keys[w], meta[w, s, 0], buf, start, n):
-            vo = meta[w, s, 2]
-            vn = meta[w, s, 3]
-            vals = cache.vals
+        if hs == h and meta[s, 1] == n and bytes_equal(keys, meta[s, 0], buf, start, n):
+            vo = meta[s, 2]
+            vn = meta[s, 3]
             for k in range(vn):
-                out[op + k] = vals[w, vo + k]
+                out[op + k] = vals[vo + k]
             return vn
         s = (s + 1) & mask
 
 
-@njit(inline="always")
-def cache_put(cache, w, buf, start, end, h, ids, i0, m):
+@njit
+def cache_put(hashes, meta, keys, vals, state, buf, start, end, h, ids, i0, m):
     """Remember ids[i0:i0+m] for the piece buf[start:end] (the caller just missed it)."""
     n = end - start
     if n > MAX_KEY:
         return
-    st = cache.state
-    hashes = cache.hashes
-    if (st[w, 0] + 1) * 2 > hashes.shape[1] or st[w, 1] + n > cache.keys.shape[1] \
-            or st[w, 2] + m > cache.vals.shape[1]:
-        hashes[w, :] = 0
-        st[w, 0] = 0
-        st[w, 1] = 0
-        st[w, 2] = 0
-        st[w, 3] += 1
-    mask = hashes.shape[1] - 1
+    if (state[0] + 1) * 2 > len(hashes) or state[1] + n > len(keys) or state[2] + m > len(vals):
+        hashes[:] = 0
+        state[0] = 0
+        state[1] = 0
+        state[2] = 0
+        state[3] += 1
+    mask = len(hashes) - 1
     s = slot_of(h, mask)
-    while hashes[w, s] != 0:
+    while hashes[s] != 0:
         s = (s + 1) & mask
-    ko = st[w, 1]
-    vo = st[w, 2]
-    keys = cache.keys
-    vals = cache.vals
+    ko = state[1]
+    vo = state[2]
     for k in range(n):
-        keys[w, ko + k] = buf[start + k]
+        keys[ko + k] = buf[start + k]
     for k in range(m):
-        vals[w, vo + k] = ids[i0 + k]
-    meta = cache.meta
-    meta[w, s, 0] = ko
-    meta[w, s, 1] = n
-    meta[w, s, 2] = vo
-    meta[w, s, 3] = m
-    hashes[w, s] = h
-    st[w, 0] += 1
-    st[w, 1] = ko + n
-    st[w, 2] = vo + m
+        vals[vo + k] = ids[i0 + k]
+    meta[s, 0] = ko
+    meta[s, 1] = n
+    meta[s, 2] = vo
+    meta[s, 3] = m
+    hashes[s] = h
+    state[0] += 1
+    state[1] = ko + n
+    state[2] = vo + m

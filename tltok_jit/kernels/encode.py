@@ -23,47 +23,63 @@ CFG_IGNORE_MERGES = 1
 CFG_USE_CACHE = 2
 
 
-@njit(inline="always")
-def encode_piece(buf, a, b, T, out, op, cache, w, vals):
-    n = b - a
-    if n == 1:
-        out[op] = T.byte_ids[buf[a]]
-        return op + 1
-    h = hash_bytes(buf, a, b)
-    if T.config[CFG_IGNORE_MERGES] != 0:
-        t = vocab_lookup(buf, a, b, h, T.vocab_slots, T.vocab_hash, T.tok_bytes, T.tok_offsets)
-        if t >= 0:
-            out[op] = t
-            return op + 1
-    use_cache = T.config[CFG_USE_CACHE] != 0
-    if use_cache:
-        got = cache_get(cache, w, buf, a, b, h, out, op)
-        if got > 0:
-            return op + got
-    byte_ids = T.byte_ids
-    for k in range(n):
-        out[op + k] = byte_ids[buf[a + k]]
-    m = merge_symbols(out, op, n, T.pair_keys, T.pair_vals, vals)
-    if use_cache:
-        cache_put(cache, w, buf, a, b, h, out, op, m)
-    return op + m
-
-
 @njit
-def encode_ordinary_span(buf, start, end, T, out, op, cache, w, vals):
-    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position."""
+def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
+    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position.
+
+    The piece loop is written out here on purpose: numba passes a tuple argument as all of its
+    fields, so a per-piece call taking `T` costs more than the piece itself."""
     kind = T.config[CFG_PATTERN]
+    ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
+    use_cache = T.config[CFG_USE_CACHE] != 0
     s1 = T.stage1
     s2 = T.stage2
+    byte_ids = T.byte_ids
+    slots = T.vocab_slots
+    slot_hash = T.vocab_hash
+    tok_bytes = T.tok_bytes
+    tok_offsets = T.tok_offsets
+    pair_keys = T.pair_keys
+    pair_vals = T.pair_vals
+    c_hashes = cache.hashes[w]
+    c_meta = cache.meta[w]
+    c_keys = cache.keys[w]
+    c_vals = cache.vals[w]
+    c_state = cache.state[w]
     pos = start
     while pos < end:
         pe = next_piece(kind, buf, pos, end, s1, s2)
-        op = encode_piece(buf, pos, pe, T, out, op, cache, w, vals)
+        n = pe - pos
+        if n == 1:
+            out[op] = byte_ids[buf[pos]]
+            op += 1
+            pos = pe
+            continue
+        h = hash_bytes(buf, pos, pe)
+        if ignore_merges:
+            t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets)
+            if t >= 0:
+                out[op] = t
+                op += 1
+                pos = pe
+                continue
+        if use_cache:
+            got = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
+            if got > 0:
+                op += got
+                pos = pe
+                continue
+        for k in range(n):
+            out[op + k] = byte_ids[buf[pos + k]]
+        m = merge_symbols(out, op, n, pair_keys, pair_vals, work)
+        if use_cache:
+            cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
+        op += m
         pos = pe
     return op
 
 
-@njit(inline="always")
+@njit
 def match_added(buf, i, end, T, allowed):
     """Leftmost-longest allowed added token starting at buf[i]: (token index, length) or (-1, 0)."""
     node = T.trie_root[buf[i]]
@@ -136,17 +152,24 @@ def encode_rows(data, offsets, valid, bounds, T, allowed, any_allowed, out, coun
     """Encode rows [bounds[0], bounds[-1]) of a string column, chunk c = rows bounds[c]..bounds[c+1]
     on worker c. Row r's ids are written at out[offsets[r] - offsets[bounds[0]]:]; counts[r - bounds[0]]
     gets their number (0 for a null row)."""
-    base = offsets[bounds[0]]
-    r0 = bounds[0]
     for c in prange(len(bounds) - 1):
-        for r in range(bounds[c], bounds[c + 1]):
-            if valid[r] == 0:
-                counts[r - r0] = 0
-                continue
-            a = offsets[r]
-            op0 = a - base
-            op = encode_span(data, a, offsets[r + 1], T, allowed, any_allowed, out, op0, cache, c, vals[c])
-            counts[r - r0] = op - op0
+        encode_chunk(data, offsets, valid, bounds[0], bounds[c], bounds[c + 1], T, allowed, any_allowed,
+                     out, counts, cache, c, vals[c])
+
+
+@njit
+def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, out, counts, cache, w, vals):
+    """Rows r_lo..r_hi on worker w (the body of the parallel loop, kept out of it: parfor analysis of
+    a large inlined body costs minutes of compile time)."""
+    base = offsets[r0]
+    for r in range(r_lo, r_hi):
+        if valid[r] == 0:
+            counts[r - r0] = 0
+            continue
+        a = offsets[r]
+        op0 = a - base
+        op = encode_span(data, a, offsets[r + 1], T, allowed, any_allowed, out, op0, cache, w, vals)
+        counts[r - r0] = op - op0
 
 
 @njit
@@ -165,7 +188,7 @@ def compact_rows(out, offsets, r0, r1, counts, new_offsets):
     return new_offsets[r1 - r0]
 
 
-WORK_LEN = SMALL_PIECE + 8
+WORK_LEN = 1 << 14  # per-worker merge scratch (int64); merge kernels may use all of it
 
 
 def new_work(workers: int) -> np.ndarray:
