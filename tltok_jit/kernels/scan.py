@@ -23,6 +23,16 @@ How the alternations reduce to loops (leftmost-first, with backtracking where th
   mark as the word itself, which always succeeds with the mark alone (before alternative 2 is tried).
 * `(?i:...)` contractions: Unicode simple case folding, so `'ſ` (U+017F folds to s) counts as `'s`
   in cl100k and o200k (checked against tiktoken); no other code point folds onto d/l/m/r/s/t/v/e.
+
+Layout, for speed and compile time:
+
+* the cores `scan_<pattern>(buf, pos, end, s1, s2, a0)` take raw pointers (`scan_pointers` makes
+  them from the arrays): array arguments passed through helpers cost atomic NRT reference-count
+  updates at every boundary, which more than halved the scan speed. A kernel that scans many pieces
+  should call `scan_pointers` once and then `scan_any` / `scan_<pattern>` in its loop.
+* small helpers are `inline="always"` with an ASCII fast path; the non-ASCII decode + table lookup
+  is one shared non-inlined call (`_class_slow`): inlining the decoder at every site made numba's
+  compile time grow to minutes for a few percent of speed.
 """
 
 from __future__ import annotations
@@ -49,6 +59,17 @@ from .utf8 import cp_class, decode_cp
 PAT_GPT2 = 0  # r50k_base, p50k_base, gpt2
 PAT_CL100K = 1
 PAT_O200K = 2
+# Hugging Face tokenizer.json pretokenizers (regexes evaluated by Oniguruma there; see scan_llama3 ...)
+PAT_LLAMA3 = 3  # Llama-3's Split regex: cl100k without `\s++$`, not possessive
+PAT_QWEN2 = 4  # Qwen2 / Qwen2.5: PAT_LLAMA3 with a single `\p{N}`
+PAT_TEKKEN = 5  # Mistral-Nemo "Tekken": o200k without the contraction suffix, a single `\p{N}`
+PAT_GPT2_DIGITS = 6  # SmolLM2: Digits(individual_digits) then ByteLevel's GPT-2 regex
+PAT_WHOLE = 7  # no pretokenizer: the whole segment is one piece
+
+# Class code only present in the table compiled for PAT_GPT2_DIGITS (see tables.RUST_NUMERIC_EXTRA):
+# characters HF's Digits step isolates (Rust char::is_numeric, a newer Unicode) that the regex
+# (Unicode 16) still sees as OTHER. No other scanner ever sees it.
+CLS_DIGIT_EXTRA = 9
 
 # Class-set bit masks: bit c set <=> class code c is in the set.
 M_L = (1 << CLS_LU) | (1 << CLS_LL) | (1 << CLS_LT) | (1 << CLS_LM) | (1 << CLS_LO)  # \p{L}
@@ -68,8 +89,8 @@ def data_ptr(typingctx, arr):
     (atomic) on every helper boundary; the cores index raw pointers instead. The caller must keep the
     array alive while the pointer is used (it does: the array is its own argument).
     """
-    if not isinstance(arr, types.Array):
-        return None
+    if not isinstance(arr, types.Array) or arr.layout != "C":
+        return None  # typing error: only C-contiguous arrays
     sig = types.CPointer(arr.dtype)(arr)
 
     def codegen(context, builder, signature, args):
@@ -91,14 +112,20 @@ _SLASH = 0x2F
 # `stage1[0] << 8`: the stage-2 offset of the block that holds the ASCII classes (fast path).
 # ----------------------------------------------------------------------------------------------
 
+@njit
+def _class_slow(buf, i, end, s1, s2):
+    """(class code, byte length) of the (non-ASCII) character at i: decode + two-stage lookup."""
+    cp, n = decode_cp(buf, i, end)
+    return np_int(cp_class(cp, s1, s2)), np_int(n)
+
+
 @njit(inline="always")
 def _class(buf, i, end, s1, s2, a0):
     """(class code, byte length) of the character at i (i < end), with an ASCII fast path."""
     b = buf[i]
     if b < 0x80:
         return np_int(s2[a0 + b]), np_int(1)
-    cp, n = decode_cp(buf, i, end)
-    return np_int(cp_class(cp, s1, s2)), np_int(n)
+    return _class_slow(buf, i, end, s1, s2)
 
 
 @njit(inline="always")
@@ -110,16 +137,10 @@ def _in(mask, c):
 def _run(buf, i, end, s1, s2, a0, mask):
     """End of the maximal run starting at i of characters whose class is in `mask` (possessive X*)."""
     while i < end:
-        b = buf[i]
-        if b < 0x80:
-            if not _in(mask, np_int(s2[a0 + b])):
-                break
-            i += 1
-        else:
-            cp, n = decode_cp(buf, i, end)
-            if not _in(mask, np_int(cp_class(cp, s1, s2))):
-                break
-            i += n
+        c, n = _class(buf, i, end, s1, s2, a0)
+        if not _in(mask, c):
+            break
+        i += n
     return i
 
 
@@ -209,8 +230,8 @@ def _ws_scan(buf, pos, end, s1, s2, a0):
             if b == _LF or b == _CR:
                 nl = i
         else:
-            cp, n = decode_cp(buf, i, end)
-            if cp_class(cp, s1, s2) != CLS_SPACE:
+            c, n = _class_slow(buf, i, end, s1, s2)
+            if c != CLS_SPACE:
                 break
             last = i
             i += n
@@ -267,10 +288,10 @@ def _o200k_word(buf, pos, end, s1, s2, a0, c0, n0):
 
 
 # ----------------------------------------------------------------------------------------------
-# The scanner cores (pointer arguments, inlined into callers) and the array-level entry points
+# The scanner cores (pointer arguments, see scan_pointers) and the array-level entry points
 # ----------------------------------------------------------------------------------------------
 
-@njit(inline="always")
+@njit
 def scan_gpt2(buf, pos, end, s1, s2, a0):
     """r50k/p50k/gpt2: `'(?:[sdmt]|ll|ve|re)| ?\\p{L}++| ?\\p{N}++| ?[^\\s\\p{L}\\p{N}]++|\\s++$|\\s+(?!\\S)|\\s`"""
     b = buf[pos]
@@ -297,7 +318,7 @@ def scan_gpt2(buf, pos, end, s1, s2, a0):
     return _run(buf, pos + n, end, s1, s2, a0, M_O)
 
 
-@njit(inline="always")
+@njit
 def scan_cl100k(buf, pos, end, s1, s2, a0):
     """cl100k: `'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+|
     ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s`"""
@@ -332,7 +353,7 @@ def scan_cl100k(buf, pos, end, s1, s2, a0):
     return _ws_lookahead(pos, run_end, last, end)  # \s+(?!\S) | \s
 
 
-@njit(inline="always")
+@njit
 def scan_o200k(buf, pos, end, s1, s2, a0):
     """o200k: `[^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]*[LlLmLoM]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
     [^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]+[LlLmLoM]*(?i:...)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|
@@ -358,7 +379,119 @@ def scan_o200k(buf, pos, end, s1, s2, a0):
     return _crlf_slash_tail(buf, _run(buf, pos + n, end, s1, s2, a0, M_O), end)
 
 
+# Hugging Face Split regexes. HF compiles them with Oniguruma, whose `\s` is White_Space and whose
+# \p{..} classes are Unicode 16 in tokenizers 0.23 (checked code point by code point against
+# `pre_tokenize_str`), i.e. exactly our table. Not possessive, but on these alternations backtracking
+# never changes the match: `[^\r\n\p{L}\p{N}]?\p{L}+` retried without the prefix starts at a
+# non-letter; `\s*[\r\n]+` backtracks to the last CR/LF of the whitespace run, like cl100k's
+# `\s*[\r\n]`. Onig's `(?i)` folds `ſ` onto `s` too (`'ſt` -> `'ſ` `t`).
+
 @njit(inline="always")
+def _llama3_core(buf, pos, end, s1, s2, a0, max_digits):
+    """`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}|
+    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+` (cl100k without `\s++$`: a whitespace
+    run that reaches the end of the segment is still cut after its last CR/LF)."""
+    b = buf[pos]
+    if b == _APOS:
+        k = _contraction_ci(buf, pos, end)
+        if k > 0:
+            return pos + k
+    c, n = _class(buf, pos, end, s1, s2, a0)
+    if _in(M_L, c):
+        return _run(buf, pos + n, end, s1, s2, a0, M_L)
+    if c == CLS_NUMBER:
+        return _run_max(buf, pos + n, end, s1, s2, a0, M_N, max_digits - 1)
+    p = pos + n
+    if b != _CR and b != _LF and p < end:
+        c2, n2 = _class(buf, p, end, s1, s2, a0)
+        if _in(M_L, c2):
+            return _run(buf, p + n2, end, s1, s2, a0, M_L)
+        if c == CLS_SPACE:
+            if b == _SP and _in(M_O, c2):
+                return _crlf_tail(buf, _run(buf, p + n2, end, s1, s2, a0, M_O), end)
+        else:
+            return _crlf_tail(buf, _run(buf, p, end, s1, s2, a0, M_O), end)
+    elif c != CLS_SPACE:
+        return p
+    run_end, last, nl = _ws_scan(buf, pos, end, s1, s2, a0)
+    if nl >= 0:
+        return nl  # \s*[\r\n]+
+    return _ws_lookahead(pos, run_end, last, end)  # \s+(?!\S) | \s+
+
+
+@njit
+def scan_llama3(buf, pos, end, s1, s2, a0):
+    """Llama-3 tokenizer.json: `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`"""
+    return _llama3_core(buf, pos, end, s1, s2, a0, 3)
+
+
+@njit
+def scan_qwen2(buf, pos, end, s1, s2, a0):
+    """Qwen2 / Qwen2.5 tokenizer.json: Llama-3's regex with `\p{N}` (one digit per piece)."""
+    return _llama3_core(buf, pos, end, s1, s2, a0, 1)
+
+
+@njit
+def scan_tekken(buf, pos, end, s1, s2, a0):
+    """Mistral-Nemo "Tekken": `[^\r\n\p{L}\p{N}]?[ULtLmLoM]*[LlLmLoM]+|[^\r\n\p{L}\p{N}]?[ULtLmLoM]+[LlLmLoM]*|
+    \p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+` (o200k without contractions)."""
+    b = buf[pos]
+    c, n = _class(buf, pos, end, s1, s2, a0)
+    if c == CLS_NUMBER:
+        return pos + n
+    if b != _CR and b != _LF:
+        w = _o200k_word(buf, pos, end, s1, s2, a0, c, n)
+        if w >= 0:
+            return w
+    if c == CLS_SPACE:
+        if b == _SP and pos + 1 < end:
+            c2, n2 = _class(buf, pos + 1, end, s1, s2, a0)
+            if _in(M_O, c2):
+                return _crlf_slash_tail(buf, _run(buf, pos + 1 + n2, end, s1, s2, a0, M_O), end)
+        run_end, last, nl = _ws_scan(buf, pos, end, s1, s2, a0)
+        if nl >= 0:
+            return nl
+        return _ws_lookahead(pos, run_end, last, end)
+    return _crlf_slash_tail(buf, _run(buf, pos + n, end, s1, s2, a0, M_O), end)
+
+
+M_DIG = (1 << CLS_NUMBER) | (1 << CLS_DIGIT_EXTRA)  # what HF's Digits step isolates
+
+
+@njit
+def scan_gpt2_digits(buf, pos, end, s1, s2, a0):
+    """SmolLM2: Digits(individual_digits=true) cuts every numeric character into its own piece, then
+    ByteLevel's GPT-2 regex `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+    splits what lies between them: a digit ends the regex's text, so ` 1` is ` ` + `1` and a
+    whitespace run before a digit is kept whole."""
+    c, n = _class(buf, pos, end, s1, s2, a0)
+    if _in(M_DIG, c):
+        return pos + n
+    b = buf[pos]
+    if b == _APOS:
+        k = _contraction_cs(buf, pos, end)
+        if k > 0:
+            return pos + k
+    if c == CLS_SPACE:
+        if b == _SP and pos + 1 < end:
+            c2, n2 = _class(buf, pos + 1, end, s1, s2, a0)
+            if c2 != CLS_SPACE and not _in(M_DIG, c2):
+                if _in(M_L, c2):
+                    return _run(buf, pos + 1 + n2, end, s1, s2, a0, M_L)
+                return _run(buf, pos + 1 + n2, end, s1, s2, a0, M_O)
+        run_end, last, nl = _ws_scan(buf, pos, end, s1, s2, a0)
+        if run_end < end:
+            c3, n3 = _class(buf, run_end, end, s1, s2, a0)
+            if _in(M_DIG, c3):
+                return run_end  # the digit ends this regex segment: (?!\S) holds
+        return _ws_lookahead(pos, run_end, last, end)
+    if _in(M_L, c):
+        return _run(buf, pos + n, end, s1, s2, a0, M_L)
+    return _run(buf, pos + n, end, s1, s2, a0, M_O)
+
+
+@njit
 def scan_any(kind, buf, pos, end, s1, s2, a0):
     """Dispatch on the pattern kind (PAT_*); -1 for an unknown kind."""
     if kind == PAT_GPT2:
@@ -367,6 +500,16 @@ def scan_any(kind, buf, pos, end, s1, s2, a0):
         return scan_cl100k(buf, pos, end, s1, s2, a0)
     if kind == PAT_O200K:
         return scan_o200k(buf, pos, end, s1, s2, a0)
+    if kind == PAT_LLAMA3:
+        return scan_llama3(buf, pos, end, s1, s2, a0)
+    if kind == PAT_QWEN2:
+        return scan_qwen2(buf, pos, end, s1, s2, a0)
+    if kind == PAT_TEKKEN:
+        return scan_tekken(buf, pos, end, s1, s2, a0)
+    if kind == PAT_GPT2_DIGITS:
+        return scan_gpt2_digits(buf, pos, end, s1, s2, a0)
+    if kind == PAT_WHOLE:
+        return end
     return np_int(-1)
 
 
@@ -404,8 +547,9 @@ def next_piece(kind, buf, pos, end, stage1, stage2):
     return scan_any(kind, p, np_int(pos), np_int(end), s1, s2, a0)
 
 
-@njit(inline="always")
+@njit
 def _count_loop(kind, p, pos, end, s1, s2, a0):
+    """Number of pieces in [pos, end); the dispatch is hoisted out of the loops."""
     cnt = np_int(0)
     if kind == PAT_GPT2:
         while pos < end:
@@ -418,6 +562,10 @@ def _count_loop(kind, p, pos, end, s1, s2, a0):
     elif kind == PAT_O200K:
         while pos < end:
             pos = scan_o200k(p, pos, end, s1, s2, a0)
+            cnt += 1
+    elif PAT_LLAMA3 <= kind <= PAT_WHOLE:
+        while pos < end:
+            pos = scan_any(kind, p, pos, end, s1, s2, a0)
             cnt += 1
     else:
         return np_int(-1)
