@@ -1,0 +1,193 @@
+"""One measurement in a fresh process.  Run by bench/runner.py, never by hand.
+
+One job: build ONE library's tokenizer, warm it up on text the timed input
+does not contain, time ONE call on the target input, check the ids against
+tiktoken's (outside the timer), print one JSON line.
+
+    python bench/worker.py '{"lib": ..., "encoding": ..., "mode": ..., ...}'
+
+Timed call: time.perf_counter() (wall) and time.process_time() (CPU of all
+threads) around exactly one adapter call, with the cyclic GC disabled for its
+duration (as timeit does).  The process is pinned
+to `threads` CPUs (os.sched_setaffinity) before any library is imported, so
+libraries that size their own pools from the CPU count obey it too.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0: write 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _load_input(path: str):
+    p = Path(path)
+    if p.suffix == ".json":
+        return json.loads(p.read_text(encoding="utf-8"))
+    return p.read_text(encoding="utf-8")
+
+
+def run(job: dict) -> dict:
+    threads = int(job.get("threads", 1))
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, set(cpus[: max(1, threads)]))
+    except (AttributeError, OSError):
+        pass
+
+    from bench import adapters
+
+    out: dict = {"status": "ok"}
+    try:
+        ad = adapters.ADAPTERS[job["lib"]](job["encoding"])
+    except adapters.NotAvailable as e:
+        return {"status": "n/a", "reason": str(e), "stage": "load"}
+    except ImportError as e:
+        return {"status": "n/a", "reason": f"not installed ({e})", "stage": "load"}
+    try:
+        return _measure(job, ad, out, threads)
+    except adapters.NotAvailable as e:
+        return {"status": "n/a", "reason": str(e)}
+
+
+def _measure(job: dict, ad, out: dict, threads: int) -> dict:
+    import numpy as np
+
+    from bench import adapters, data
+
+    mode = job["mode"]  # whole | batch | worst | short_loop | short_batch | memory
+    out["source"] = ad.source
+
+    target = _load_input(job["input"])
+    warm = data.warmup_text()
+    api_key = {"worst": "whole", "short_batch": "batch"}.get(mode, mode)
+    out["api"] = ad.api.get(api_key, "")
+
+    if mode in ("whole", "worst"):
+        call = lambda x: ad.whole(x)  # noqa: E731
+        warm_inputs = [warm, warm[: len(warm) // 3]]
+    elif mode == "memory":
+        call = lambda x: ad.memory(x)  # noqa: E731
+        warm_inputs = [warm]
+    elif mode in ("batch", "short_batch"):
+        call = lambda x: ad.batch(x, threads)  # noqa: E731
+        prep = getattr(ad, "prepare_batch", None)
+        if mode == "batch":
+            warm_inputs = [data.split_docs(warm)] * 2
+        else:
+            warm_inputs = [[warm[i : i + 20] for i in range(0, len(warm) - 20, 20)][:5000]] * 2
+        if prep is not None:
+            warm_inputs = [prep(w) for w in warm_inputs]
+            target_call = prep(target)
+        else:
+            target_call = target
+    elif mode == "short_loop":
+        call = lambda x: ad.short_loop(x)  # noqa: E731
+        warm_inputs = [[warm[i : i + 20] for i in range(0, len(warm) - 20, 20)][:5000]] * 2
+    else:
+        return {"status": "error", "reason": f"unknown mode {mode}"}
+    if mode not in ("batch", "short_batch"):
+        target_call = target
+
+    t0 = time.perf_counter()
+    for w in warm_inputs:
+        call(w)
+    out["warmup_s"] = time.perf_counter() - t0
+
+    gc.collect()
+    if mode == "memory":
+        out["peak_reset"] = _reset_peak()
+        rss0 = _status_kb("VmRSS")
+        import resource
+
+        maxrss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gc.disable()
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    result = call(target_call)
+    dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    gc.enable()
+    if mode == "memory":
+        hwm = _status_kb("VmHWM")
+        if out["peak_reset"] and rss0 is not None and hwm is not None:
+            out["peak_delta_mb"] = (hwm - rss0) / 1024
+            out["peak_method"] = "VmHWM after clear_refs=5, minus VmRSS before"
+        else:
+            import resource
+
+            out["peak_delta_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - maxrss0) / 1024
+            out["peak_method"] = "ru_maxrss after - before (lower bound)"
+        out["rss_before_mb"] = (rss0 or 0) / 1024
+
+    out["seconds"] = dt
+    out["cpu_seconds"] = cpu  # all threads of the process
+    if isinstance(target, list):
+        out["n_items"] = len(target)
+        out["bytes"] = sum(len(s.encode("utf-8")) for s in target)
+    else:
+        out["n_items"] = 1
+        out["bytes"] = len(target.encode("utf-8"))
+
+    # exactness, outside the timer
+    flat, lens = adapters.to_flat(result)
+    del result
+    out["n_tokens"] = int(flat.size)
+    oracle_path = job.get("oracle")
+    if oracle_path and Path(oracle_path).is_file():
+        ref = np.load(oracle_path)
+        rflat, rlens = ref["flat"], ref["lens"]
+        same = flat.size == rflat.size and bool(np.array_equal(flat, rflat))
+        if mode in ("batch", "short_batch", "short_loop"):
+            same = same and lens.size == rlens.size and bool(np.array_equal(lens, rlens))
+        out["exact"] = same
+        if not same:
+            n = min(flat.size, rflat.size)
+            diff = np.nonzero(flat[:n] != rflat[:n])[0]
+            out["first_diff"] = int(diff[0]) if diff.size else n
+    else:
+        out["exact"] = None
+    return out
+
+
+def main() -> None:
+    job = json.loads(sys.argv[1])
+    try:
+        res = run(job)
+    except Exception as e:  # noqa: BLE001
+        res = {"status": "error", "reason": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-2000:]}
+    sys.stdout.write("\n@@RESULT@@" + json.dumps(res) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
