@@ -1,4 +1,5 @@
-"""The merge kernel against a naive O(n^2) reference written from the definition, and the worked examples."""
+"""The merge kernels against a naive O(n^2) reference written from the definition, the worked examples,
+and (long pieces) against tiktoken on the real vocabularies."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tltok_jit.kernels.merge import SMALL_PIECE, merge_heap, merge_linear
+from tltok_jit.kernels.merge import LONG_PIECE, SMALL_PIECE, merge_heap, merge_linear, merge_long_blocks, merge_symbols
 from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import compile_model
@@ -46,6 +47,30 @@ def run_kernel(tables, symbols: list[int], heap: bool) -> list[int]:
     return syms[3:3 + n].tolist()
 
 
+def run_long(tables, symbols: list[int], block: int, overlap: int) -> tuple[list[int], np.ndarray]:
+    """merge_long_blocks with tiny blocks, so short inputs cross many cuts. Returns (ids, counters):
+    failed stitches, blocks, rank-table growths, heap fallback (1 lower rank, 2 too much rework),
+    widened cut zones."""
+    syms = np.array([7, 7, 7] + symbols + [7], dtype=np.uint32)  # non-zero start, something after
+    info = np.zeros(5, dtype=np.int64)
+    n = merge_long_blocks(syms, 3, len(symbols), tables.pair_keys, tables.pair_vals, block, overlap, info)
+    assert syms[3 + len(symbols)] == 7
+    return syms[3:3 + n].tolist(), info
+
+
+KERNELS = ["linear", "heap", "long"]
+
+
+def run_any(tables, symbols: list[int], kernel: str) -> list[int]:
+    if kernel == "long":
+        return run_long(tables, symbols, 2, 2)[0]
+    return run_kernel(tables, symbols, kernel == "heap")
+
+
+def rand_bytes(rng, alphabet: bytes, n: int) -> bytes:
+    return rng.choice(np.frombuffer(alphabet, dtype=np.uint8), n).tobytes()
+
+
 def pair_dict(model: ModelDescription) -> dict[tuple[int, int], tuple[int, int]]:
     out = {}
     for r, (a, b) in enumerate(model.merges):
@@ -53,24 +78,24 @@ def pair_dict(model: ModelDescription) -> dict[tuple[int, int], tuple[int, int]]
     return out
 
 
-@pytest.mark.parametrize("heap", [False, True])
-def test_worked_example_hugs_pug(heap):
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_worked_example_hugs_pug(kernel):
     model = byte_model([(b"u", b"g"), (b"h", b"ug"), (b"p", b"ug")])
     t = compile_model(model).tables
     v = model.vocab
     hugs = [v[bytes([c])] for c in b"hugs"]
-    assert run_kernel(t, hugs, heap) == [v[b"hug"], v[b"s"]]
+    assert run_any(t, hugs, kernel) == [v[b"hug"], v[b"s"]]
     pug = [v[bytes([c])] for c in b" pug"]
-    assert run_kernel(t, pug, heap) == [v[b" "], v[b"pug"]]
+    assert run_any(t, pug, kernel) == [v[b" "], v[b"pug"]]
 
 
-@pytest.mark.parametrize("heap", [False, True])
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("n,expected", [(4, [b"aaaa"]), (5, [b"aaaa", b"a"]), (6, [b"aaaa", b"aa"]),
                                         (3, [b"aa", b"a"])])
-def test_lazy_removal_and_leftmost_ties(heap, n, expected):
+def test_lazy_removal_and_leftmost_ties(kernel, n, expected):
     model = byte_model([(b"a", b"a"), (b"aa", b"aa")])
     t = compile_model(model).tables
-    assert run_kernel(t, [ord("a")] * n, heap) == [model.vocab[e] for e in expected]
+    assert run_any(t, [ord("a")] * n, kernel) == [model.vocab[e] for e in expected]
 
 
 def random_model(seed: int, n_merges: int = 300, alphabet: bytes = b"abcde") -> ModelDescription:
@@ -108,7 +133,177 @@ def test_long_run_heap_equals_linear():
     model = _MODELS[1]
     t = _TABLES[1]
     rng = np.random.default_rng(7)
-    text = bytes(rng.choice(list(b"abcde"), size=3000))
+    text = rand_bytes(rng, b"abcde", 3000)
     symbols = [model.vocab[bytes([c])] for c in text]
     assert run_kernel(t, symbols, heap=True) == run_kernel(t, symbols, heap=False) == \
         naive_merge(symbols, pair_dict(model))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Long pieces: merge_long_blocks (blocks, bucket queue, stitching, fallbacks)
+
+
+def shuffled_model(seed: int, n_merges: int = 200, alphabet: bytes = b"abcd") -> ModelDescription:
+    """A random model whose merge list is then shuffled: a merge's parts may come from LATER merges,
+    so a merge often makes a pair of lower rank than its own (the case the bucket queue hands to the
+    heap)."""
+    model = random_model(seed, n_merges, alphabet)
+    order = np.random.default_rng(seed + 100).permutation(len(model.merges))
+    return byte_model([model.merges[i] for i in order])
+
+
+def splits_model(tokens: list[bytes]) -> ModelDescription:
+    """tiktoken-style: no merge list, rank = id, every split of every token into two tokens merges."""
+    vocab = {bytes([b]): b for b in range(256)}
+    for tok in tokens:
+        vocab.setdefault(tok, len(vocab))
+    return ModelDescription(name="toy-splits", vocab=vocab, merges=None, pattern=R50K_PATTERN,
+                            pattern_kind="gpt2", ignore_merges=False)
+
+
+def splits_pair_dict(model: ModelDescription) -> dict[tuple[int, int], tuple[int, int]]:
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for tok, i in model.vocab.items():
+        for c in range(1, len(tok)):
+            a, b = model.vocab.get(tok[:c]), model.vocab.get(tok[c:])
+            if a is not None and b is not None and ((a, b) not in out or out[(a, b)][0] > i):
+                out[(a, b)] = (i, i)
+    return out
+
+
+_SHUFFLED = {s: shuffled_model(s) for s in range(2)}
+_SHUFFLED_TABLES = {s: compile_model(m).tables for s, m in _SHUFFLED.items()}
+
+
+def symbols_of(model: ModelDescription, text: bytes) -> list[int]:
+    return [model.vocab[bytes([c])] for c in text]
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2), text=st.text(alphabet="abcde", max_size=250), block=st.integers(1, 40),
+       overlap=st.integers(2, 24))
+def test_long_equals_naive_reference(seed, text, block, overlap):
+    model = _MODELS[seed]
+    symbols = symbols_of(model, text.encode())
+    got, info = run_long(_TABLES[seed], symbols, block, overlap)
+    assert got == naive_merge(symbols, pair_dict(model))
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 1), text=st.text(alphabet="abcd", max_size=200), block=st.integers(1, 40),
+       overlap=st.integers(2, 24))
+def test_long_equals_naive_reference_lower_rank_pairs(seed, text, block, overlap):
+    model = _SHUFFLED[seed]
+    symbols = symbols_of(model, text.encode())
+    want = naive_merge(symbols, pair_dict(model))
+    assert run_long(_SHUFFLED_TABLES[seed], symbols, block, overlap)[0] == want
+    assert run_kernel(_SHUFFLED_TABLES[seed], symbols, heap=True) == want
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_lower_rank_pair_hf_merges(kernel):
+    """Merging (a, b) at rank 1 makes (ab, c), rank 0: it must be merged before any other rank-1 pair."""
+    model = byte_model([(b"ab", b"c"), (b"a", b"b"), (b"c", b"a")])
+    t = compile_model(model).tables
+    text = b"abcab" * 7 + b"ca"
+    symbols = symbols_of(model, text)
+    want = naive_merge(symbols, pair_dict(model))
+    assert run_any(t, symbols, kernel) == want
+    if kernel == "long":
+        got, info = run_long(t, symbols_of(model, text * 40), 16, 8)
+        assert info[3] == 1  # handed to the heap
+        assert got == run_kernel(t, symbols_of(model, text * 40), heap=True)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_lower_rank_pair_tiktoken_splits(kernel):
+    """tiktoken-style ranks: "abc" (id 256) splits as ab + c; "ab" has id 257. Merging a + b (rank 257)
+    makes the pair (ab, c) of rank 256."""
+    model = splits_model([b"abc", b"ab", b"ca", b"bb"])
+    t = compile_model(model).tables
+    rng = np.random.default_rng(3)
+    text = rand_bytes(rng, b"abc", 300)
+    symbols = symbols_of(model, text)
+    want = naive_merge(symbols, splits_pair_dict(model))
+    assert run_any(t, symbols, kernel) == want
+    if kernel == "long":
+        got, info = run_long(t, symbols, 32, 8)
+        assert got == want and info[3] == 1
+
+
+def test_long_paths_are_exercised():
+    """Failed stitches (blocks rerun together), rank-table growth, widened cut zones, the rework cap:
+    each path is taken by some input here, and the result always equals the heap's."""
+    seen = np.zeros(5, dtype=np.int64)
+    # 300 merges nothing here uses come first: the real ones have ranks above the first rank table
+    filler = [(bytes([x]), bytes([y])) for x in range(0x30, 0x3A) for y in range(0x41, 0x5F)]
+    doubling = byte_model(filler + [(b"a" * k, b"a" * k) for k in (1, 2, 4, 8, 16, 32)] + [(b"b", b"a")])
+    cases = [(_MODELS[1], _TABLES[1], rand_bytes(np.random.default_rng(7), b"abcde", 3000)),
+             (doubling, compile_model(doubling).tables, b"a" * 700 + b"ba" * 50 + b"a" * 300)]
+    for model, t, text in cases:
+        symbols = symbols_of(model, text)
+        want = run_kernel(t, symbols, heap=True)
+        for block, overlap in [(1, 2), (3, 2), (8, 4), (16, 8), (64, 16), (1000, 64)]:
+            got, info = run_long(t, symbols, block, overlap)
+            assert got == want, (block, overlap, info)
+            seen = np.maximum(seen, info)
+    assert seen[0] > 0 and seen[2] > 0 and seen[3] == 2 and seen[4] > 0, seen
+
+
+def test_long_run_heap_equals_long():
+    model = _MODELS[2]
+    t = _TABLES[2]
+    rng = np.random.default_rng(11)
+    symbols = symbols_of(model, rand_bytes(rng, b"abcde", 20000))
+    got, info = run_long(t, symbols, 512, 64)
+    assert info[3] == 0
+    assert got == run_kernel(t, symbols, heap=True)
+
+
+# --- the real vocabularies against tiktoken ----------------------------------------------------------
+
+
+def _long_inputs() -> dict[str, bytes]:
+    rng = np.random.default_rng(2024)
+    out = {
+        "lowercase": bytes(rng.integers(97, 123, 60_000, dtype=np.uint8)),
+        "a-run": b"a" * 30_000,
+        "ab": rand_bytes(rng, b"ab", 20_000),
+        "hex": rand_bytes(rng, b"0123456789abcdef", 20_000),
+        "bytes": bytes(rng.integers(0, 256, 10_000, dtype=np.uint8)),
+        "digits": bytes(rng.integers(48, 58, 10_000, dtype=np.uint8)),
+        "dashes": b"-" * 5_000,
+    }
+    words = ("international", "communication", "the", "and", "extraordinary", "representatives",
+             "pneumonoultramicroscopic", "of", "unbelievable", "zebra")
+    out["words"] = "".join(words[i] for i in rng.integers(0, len(words), 6000)).encode()
+    out["chinese"] = "".join(chr(c) for c in rng.integers(0x4E00, 0x4E00 + 3000, 6000)).encode()
+    return out
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
+def test_long_pieces_equal_tiktoken(name, tiktoken_oracle, ours):
+    ref = tiktoken_oracle(name)
+    enc = ours(name)
+    T = enc._t
+    for label, data in _long_inputs().items():
+        want = list(ref._encode_single_piece(data))
+        syms = T.byte_ids[np.frombuffer(data, dtype=np.uint8)].astype(np.uint32)
+        info = np.zeros(5, dtype=np.int64)
+        for block, overlap in [(300, 16), (4096, 256)]:
+            s = syms.copy()
+            info[:] = 0
+            n = merge_long_blocks(s, 0, len(s), T.pair_keys, T.pair_vals, block, overlap, info)
+            assert s[:n].tolist() == want, (label, block, overlap)
+        assert info[3] == 0, (label, info)  # the default lengths never need the heap here
+        s = np.concatenate([np.zeros(5, np.uint32), syms])
+        n = merge_symbols(s, 5, len(syms), T.pair_keys, T.pair_vals, np.zeros(SMALL_PIECE + 8, np.int64))
+        assert s[5:5 + n].tolist() == want, label
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
+def test_encode_long_piece_equals_tiktoken(name, tiktoken_oracle, ours):
+    rng = np.random.default_rng(5)
+    text = "".join(chr(c) for c in rng.integers(97, 123, 3 * LONG_PIECE + 17))
+    text = "Start " + text + " end, and " + "a" * LONG_PIECE + "!"
+    assert list(ours(name).encode_ordinary(text)) == tiktoken_oracle(name).encode_ordinary(text)

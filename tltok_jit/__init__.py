@@ -15,6 +15,8 @@ __all__ = [
     "MultiStreamDecoder",
     "StreamDecoder",
     "TokenizerFileError",
+    "from_file",
+    "from_gpt2_files",
     "get_encoding",
     "list_encoding_names",
 ]
@@ -41,6 +43,27 @@ def get_encoding(name: str) -> Encoding:
             enc = Encoding(load_description(name))
             _ENCODINGS[name] = enc
     return enc
+
+
+def from_file(path, config=None, *, name: str | None = None) -> Encoding:
+    """An Encoding from a Hugging Face `tokenizer.json` (byte-level BPE, and SentencePiece-style BPE
+    such as Mistral-7B's); `config` is the optional `tokenizer_config.json` whose
+    `added_tokens_decoder` entries missing from the file are added (with a warning when one does not
+    land on its declared id). Unsupported features are refused with an error naming the JSON field.
+
+    HF matches added tokens in text, tiktoken's encode_ordinary never does: call
+    `enc.encode(text, allowed_special="all")` for HF's `encode(text, add_special_tokens=False).ids`,
+    add `add_special_tokens=True` for HF's default. See `tltok_jit.loaders.hf_json`."""
+    from .loaders.hf_json import read_hf_json
+
+    return Encoding(read_hf_json(path, config, name=name))
+
+
+def from_gpt2_files(vocab_path, merges_path, *, name: str | None = None) -> Encoding:
+    """An Encoding from GPT-2's classic `vocab.json` + `merges.txt` (same ids as its tokenizer.json)."""
+    from .loaders.gpt2_files import read_gpt2_files
+
+    return Encoding(read_gpt2_files(vocab_path, merges_path, name=name))
 
 
 def list_encoding_names() -> list[str]:

@@ -49,6 +49,20 @@ def raise_disallowed_special_token(token: str):
     )
 
 
+# The compiled encode_text for the one argument-type signature this module ever passes, called
+# without the dispatcher: resolving the types of the table tuples costs ~7 us a call, more than
+# encoding a short string.
+_ENCODE_TEXT_ENTRY: list = [None]
+
+
+def _encode_text_entry(args):
+    sig = tuple(numba.typeof(a) for a in args)
+    cres = K.encode_text.overloads.get(sig)
+    if cres is not None:
+        _ENCODE_TEXT_ENTRY[0] = cres.entry_point
+    return _ENCODE_TEXT_ENTRY[0]
+
+
 def resolve_threads(num_threads: int) -> int:
     """0 (or less) means every core numba may use."""
     limit = numba.config.NUMBA_NUM_THREADS
@@ -76,6 +90,11 @@ class Encoding:
         self._masks: dict[frozenset, np.ndarray] = {}
         self._local = threading.local()
         self._parallel_state = None
+        # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
+        # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
+        self._special_ids = np.array(sorted({t.id for t in compiled.added if t.special}), dtype=np.int64)
+        hf = getattr(model, "hf", None)
+        self._hf = None if hf is None else hf.runtime(self)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -189,32 +208,52 @@ class Encoding:
     def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
         out = np.empty(len(buf), dtype=np.uint32)
         cache, work = self._serial_state()
-        n = K.encode_text(buf, self._t, amask, any_allowed, out, cache, 0, work[0])
+        args = (buf, self._t, amask, any_allowed, out, cache, 0, work[0])
+        entry = _ENCODE_TEXT_ENTRY[0]
+        if entry is None:
+            n = K.encode_text(*args)
+            entry = _encode_text_entry(args)
+        else:
+            n = entry(*args)
         out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
         return out
 
     def encode_to_numpy(self, text: str, *, allowed_special: AllowedSpecial = set(),
-                        disallowed_special: DisallowedSpecial = "all") -> np.ndarray:
+                        disallowed_special: DisallowedSpecial = "all",
+                        add_special_tokens: bool = False) -> np.ndarray:
         """Token ids as a uint32 numpy array (no Python int per token)."""
-        buf = np.frombuffer(text_to_utf8(text), dtype=np.uint8)
+        data = text_to_utf8(text)
+        buf = np.frombuffer(data, dtype=np.uint8)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
         self._check_disallowed(text, buf, dmask)
+        if self._hf is not None:
+            return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
         return self._encode_buf(buf, amask, any_allowed)
 
     def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
-               disallowed_special: DisallowedSpecial = "all") -> list[int]:
+               disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False) -> list[int]:
         """tiktoken's `encode`: special tokens in `allowed_special` become their ids; any other special
-        token found in the text raises ValueError unless `disallowed_special` excludes it."""
-        return self.encode_to_numpy(text, allowed_special=allowed_special,
-                                    disallowed_special=disallowed_special).tolist()
+        token found in the text raises ValueError unless `disallowed_special` excludes it.
+
+        Models loaded from a tokenizer.json (`tltok_jit.from_file`): every added token (special or not)
+        counts as a "special token" here. Hugging Face `tokenizers` always matches added tokens in
+        text, so `encode(text, allowed_special="all")` equals HF's `encode(text,
+        add_special_tokens=False).ids`, while the default (and `encode_ordinary`) treats them as plain
+        text, as tiktoken does. `add_special_tokens=True` adds what the file's post-processor puts
+        around a single sequence (e.g. `<s>`), as HF's default `add_special_tokens=True`; tiktoken
+        models have none."""
+        return self.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                    add_special_tokens=add_special_tokens).tolist()
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text` with special tokens treated as plain text."""
-        buf = np.frombuffer(text_to_utf8(text), dtype=np.uint8)
-        return self._encode_buf(buf, self._no_added, False).tolist()
+        return self.encode_ordinary_to_numpy(text).tolist()
 
     def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
-        buf = np.frombuffer(text_to_utf8(text), dtype=np.uint8)
+        data = text_to_utf8(text)
+        if self._hf is not None:
+            return self._hf.encode(text, data, self._no_added, False, False)
+        buf = np.frombuffer(data, dtype=np.uint8)
         return self._encode_buf(buf, self._no_added, False)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
@@ -242,7 +281,7 @@ class Encoding:
 
     def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None = None, *,
                     num_threads: int = 0, amask: np.ndarray | None = None,
-                    any_allowed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                    any_allowed: bool = False, _raw: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Encode rows of a string column (UTF-8 `data`, int64 `offsets`); returns (ids, row offsets).
 
         The caller guarantees 0 <= offsets[0] <= ... <= offsets[-1] <= len(data) (checked here)."""
@@ -256,6 +295,8 @@ class Encoding:
             valid = np.ones(n_rows, dtype=np.uint8)
         if amask is None:
             amask = self._no_added
+        if self._hf is not None and self._hf.needs_python and not _raw:  # _raw: the HF runtime's plain rows
+            return self._hf.encode_rows(data, offsets, valid, amask, any_allowed, num_threads)
         total = int(offsets[-1] - offsets[0]) if n_rows else 0
         out = np.empty(max(total, 1), dtype=np.uint32)
         counts = np.empty(n_rows, dtype=np.int64)
@@ -288,14 +329,19 @@ class Encoding:
 
     def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int = 0,
                               allowed_special: AllowedSpecial = set(),
-                              disallowed_special: DisallowedSpecial = "all") -> tuple[np.ndarray, np.ndarray]:
+                              disallowed_special: DisallowedSpecial = "all",
+                              add_special_tokens: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel."""
         data, offsets = self._texts_to_rows(texts)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
         if dmask is not None:
             for t in texts:  # same order and message as encoding them one by one
                 self._check_disallowed(t, np.frombuffer(text_to_utf8(t), dtype=np.uint8), dmask)
-        return self.encode_rows(data, offsets, num_threads=num_threads, amask=amask, any_allowed=any_allowed)
+        ids, new_offsets = self.encode_rows(data, offsets, num_threads=num_threads, amask=amask,
+                                            any_allowed=any_allowed)
+        if add_special_tokens and self._hf is not None:
+            ids, new_offsets = self._hf.add_template(ids, new_offsets)
+        return ids, new_offsets
 
     @staticmethod
     def _split(ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
@@ -305,11 +351,13 @@ class Encoding:
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: int = 0,
                      allowed_special: AllowedSpecial = set(),
-                     disallowed_special: DisallowedSpecial = "all") -> list[list[int]]:
+                     disallowed_special: DisallowedSpecial = "all",
+                     add_special_tokens: bool = False) -> list[list[int]]:
         """`encode` over a list, in parallel (num_threads=0: all cores); same result for any thread count."""
         return self._split(*self.encode_batch_to_numpy(texts, num_threads=num_threads,
                                                        allowed_special=allowed_special,
-                                                       disallowed_special=disallowed_special))
+                                                       disallowed_special=disallowed_special,
+                                                       add_special_tokens=add_special_tokens))
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int = 0) -> list[list[int]]:
         """`encode_ordinary` over a list, in parallel."""
@@ -333,13 +381,27 @@ class Encoding:
                                  f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
         return ids
 
-    def decode_bytes(self, tokens: Iterable[int]) -> bytes:
+    def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
         ids = self._ids_array(tokens)
+        if skip_special_tokens and len(self._special_ids) and len(ids):
+            ids = ids[~np.isin(ids, self._special_ids)]
+        if self._hf is not None and self._hf.pipe.decoder is not None:
+            return self._hf.decode_python(ids).encode("utf-8", "surrogatepass")
         return gather_bytes(ids, self._t.tok_bytes, self._t.tok_offsets).tobytes()
 
-    def decode(self, tokens: Iterable[int], errors: str = "replace") -> str:
-        """Token ids -> text; with errors="replace", one U+FFFD per maximal ill-formed subsequence."""
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+    def decode(self, tokens: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
+        """Token ids -> text; with errors="replace", one U+FFFD per maximal ill-formed subsequence.
+
+        skip_special_tokens drops the special tokens (for tokenizer.json models: added tokens with
+        `special: true`), as HF's `decode(ids, skip_special_tokens=True)`. Models with a non-byte-level
+        decoder (Mistral-7B's Replace/ByteFallback/Fuse/Strip) run HF's decoder chain. Unlike HF, an id
+        outside the vocabulary raises instead of being skipped."""
+        if self._hf is not None and self._hf.pipe.decoder is not None:
+            ids = self._ids_array(tokens)
+            if skip_special_tokens and len(self._special_ids) and len(ids):
+                ids = ids[~np.isin(ids, self._special_ids)]
+            return self._hf.decode_python(ids)
+        return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         t = int(self._ids_array([token])[0])
@@ -369,3 +431,52 @@ class Encoding:
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every ordinary (mergeable) token, in id order."""
         return sorted(self._model.vocab, key=self._model.vocab.__getitem__)
+
+    # ------------------------------------------------------------------ Arrow columns (tltok_jit.arrow)
+    def encode_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
+                     disallowed_special: DisallowedSpecial = "all", errors: str = "replace",
+                     large_list: bool | None = None):
+        """Token ids of every row of an Arrow string/binary column (Array, ChunkedArray, Table column,
+        polars Series, pandas Arrow-backed Series) as `list<uint32>` (`large_list<uint32>` past 2**31 - 1
+        ids). Null rows stay null; invalid UTF-8 is encoded as `bytes.decode("utf-8", errors)` would
+        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`."""
+        from . import arrow
+
+        if self._hf is not None and self._hf.needs_python:
+            return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                         disallowed_special=disallowed_special, errors=errors,
+                                         large_list=large_list, counting=False)
+        return arrow.encode_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
+                                  disallowed_special=disallowed_special, errors=errors, large_list=large_list)
+
+    def count_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
+                    disallowed_special: DisallowedSpecial = "all", errors: str = "replace"):
+        """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized."""
+        from . import arrow
+
+        if self._hf is not None and self._hf.needs_python:
+            return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                         disallowed_special=disallowed_special, errors=errors,
+                                         large_list=None, counting=True)
+        return arrow.count_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
+                                 disallowed_special=disallowed_special, errors=errors)
+
+    def decode_arrow(self, list_array, *, errors: str = "replace", num_threads: int = 0):
+        """`list<uint32>` (any list of integer ids) back to `large_string`, one text per row."""
+        from . import arrow
+
+        if self._hf is not None and self._hf.pipe.decoder is not None:
+            return self._hf.decode_arrow(list_array)
+
+        return arrow.decode_arrow(self, list_array, errors=errors, num_threads=num_threads)
+
+    # ------------------------------------------------------------------ streaming encode
+    def stream_encoder(self, *, allowed_special: AllowedSpecial = set(),
+                       disallowed_special: DisallowedSpecial = "all"):
+        """A `StreamEncoder`: `feed(text)` / `feed_bytes(data)` return the ids no continuation can
+        change, `finish()` the rest; all of them together equal `encode(text, ...)`. A disallowed
+        special token raises ValueError when the chunk completing it is fed (see
+        `tltok_jit.stream_encode`)."""
+        from .stream_encode import StreamEncoder
+
+        return StreamEncoder(self, allowed_special=allowed_special, disallowed_special=disallowed_special)

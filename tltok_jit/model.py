@@ -56,6 +56,18 @@ class ModelDescription:
     pattern_kind: str | None = None
     source: str = ""  # the file(s) it was read from, for error messages
     explicit_n_vocab: int | None = None
+    # Hugging Face tokenizer.json extras (the defaults are tiktoken's behaviour):
+    # allow_missing_bytes: byte-level BPE whose vocabulary lacks some single bytes (HF drops them
+    #                      from the piece; the Encoding sends texts containing them to its slow path).
+    # char_level:          SentencePiece-style BPE (Mistral-7B): the initial symbols are characters
+    #                      looked up in `vocab` (UTF-8 keys), unknown ones fall back to <0xNN> tokens.
+    # added_bytes:         decode bytes of added tokens whose decoded form is not their UTF-8.
+    # hf:                  `loaders.hf_json.HFPipeline` (normalizer, python pretokenizer, post-processor,
+    #                      decoder) that the Encoding runs around the kernels; None for tiktoken files.
+    allow_missing_bytes: bool = False
+    char_level: bool = False
+    added_bytes: dict[int, bytes] | None = None
+    hf: object | None = None
 
     @property
     def special_tokens(self) -> dict[str, int]:

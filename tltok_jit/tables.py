@@ -12,11 +12,58 @@ from typing import NamedTuple
 import numpy as np
 
 from .kernels.hashing import build_vocab_table, insert_pairs, rank_splits
-from .kernels.scan import PAT_CL100K, PAT_GPT2, PAT_O200K
+from functools import lru_cache
+
+from .kernels.scan import (
+    CLS_DIGIT_EXTRA,
+    PAT_CL100K,
+    PAT_GPT2,
+    PAT_GPT2_DIGITS,
+    PAT_LLAMA3,
+    PAT_O200K,
+    PAT_QWEN2,
+    PAT_TEKKEN,
+    PAT_WHOLE,
+)
 from .model import ModelDescription, TokenizerFileError
 from .unicode import class_tables
 
-PATTERN_KINDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K}
+PATTERN_KINDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "llama3": PAT_LLAMA3,
+                 "qwen2": PAT_QWEN2, "tekken": PAT_TEKKEN, "gpt2_digits": PAT_GPT2_DIGITS, "whole": PAT_WHOLE}
+
+# HF's Digits pre-tokenizer splits on Rust's `char::is_numeric` (general category N*), and the Rust
+# that built tokenizers 0.23 has Unicode 17 tables, while its regexes (Oniguruma) and our table are
+# Unicode 16: these 13 characters (Tolong Siki digits, U+16FF4..6) are numbers to Digits only.
+# Measured with `pre_tokenizers.Digits(individual_digits=True).pre_tokenize_str` over all code points.
+RUST_NUMERIC_EXTRA = tuple(range(0x11DE0, 0x11DEA)) + (0x16FF4, 0x16FF5, 0x16FF6)
+
+
+@lru_cache(maxsize=None)
+def _digits_class_tables():
+    """The Unicode 16 table with RUST_NUMERIC_EXTRA (OTHER there) marked CLS_DIGIT_EXTRA."""
+    s1, s2, version = class_tables()
+    s1 = s1.copy()
+    blocks = [s2]
+    n_blocks = len(s2) // 256
+    for hi in sorted({cp >> 8 for cp in RUST_NUMERIC_EXTRA}):
+        blk = s2[int(s1[hi]) * 256:(int(s1[hi]) + 1) * 256].copy()  # a private copy: blocks are shared
+        for cp in RUST_NUMERIC_EXTRA:
+            if cp >> 8 == hi:
+                assert blk[cp & 255] == 0, hex(cp)
+                blk[cp & 255] = CLS_DIGIT_EXTRA
+        s1[hi] = n_blocks
+        n_blocks += 1
+        blocks.append(blk)
+    s2 = np.concatenate(blocks)
+    _readonly(s1, s2)
+    return s1, s2, version + "+rust-numeric-17"
+
+
+def class_tables_for(kind: str):
+    """(stage1, stage2, unicode version) that the scanner of pattern kind `kind` indexes."""
+    if kind == "gpt2_digits":
+        return _digits_class_tables()
+    return class_tables()
 
 
 class Tables(NamedTuple):
@@ -129,7 +176,7 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
         if not content:
             raise TokenizerFileError(f"{where}: added token {t.id} is empty")
         if by_id[t.id] is None:
-            by_id[t.id] = content
+            by_id[t.id] = content if model.added_bytes is None else model.added_bytes.get(t.id, content)
         elif t.id in added_ids_seen:
             pass  # several added tokens share an id (o200k_harmony); decoding gives the first one
         elif model.merges is None and by_id[t.id] != content:
@@ -154,6 +201,8 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     for b in range(256):
         i = vocab.get(bytes([b]))
         if i is None:
+            if model.allow_missing_bytes or model.char_level:
+                continue  # -1: the Encoding keeps such bytes away from the byte-level kernels
             raise TokenizerFileError(f"{where}: the single byte {b:#04x} is not a token (byte-level BPE needs all 256)")
         byte_ids[b] = i
 
@@ -174,7 +223,7 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
         ranks = np.arange(m, dtype=np.int32)
     pair_keys, pair_vals, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
 
-    stage1, stage2, uversion = class_tables()
+    stage1, stage2, uversion = class_tables_for(model.pattern_kind)
     root, starts, ebyte, echild, token_at = _build_trie(added_contents)
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
     config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), 0],

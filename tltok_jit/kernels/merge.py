@@ -2,9 +2,11 @@
 
 The symbols live in `syms[start:start+n]` (token ids) and are merged in place; the functions return
 the new count. A pair's value in the merge table is `rank << 32 | merged id`, so comparing packed
-values compares ranks. Short pieces use a linear rescan (what tiktoken does); long ones a binary heap
+values compares ranks. Short pieces use a linear rescan (what tiktoken does); medium ones a binary heap
 keyed by (rank, position) with lazy deletion: a popped entry is stale unless the pair now at its
-position still has that rank (ranks name one merged token, and a position's pair only grows).
+position still has that rank (ranks name one merged token, and a position's pair only grows). Long
+pieces (`merge_long`) are merged block by block with a bucket queue over ranks and stitched where that
+is provably exact (see the section below); anything it cannot prove goes to the heap.
 """
 
 from __future__ import annotations
@@ -14,11 +16,27 @@ import numpy as np
 from .hashing import pair_lookup
 from .jit import njit
 
+try:  # count trailing zeros (llvm.cttz)
+    from numba.cpython.unsafe.numbers import trailing_zeros
+except ImportError:  # pragma: no cover - an internal numba helper; a de Bruijn sequence otherwise
+    _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+    _DEBRUIJN_INDEX = np.array([0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53,
+                                51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54,
+                                35, 52, 21, 44, 32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13,
+                                8, 7, 6], dtype=np.int64)
+
+    @njit
+    def trailing_zeros(x):
+        return _DEBRUIJN_INDEX[np.int64(((x & (~x + np.uint64(1))) * _DEBRUIJN) >> np.uint64(58))]
+
 NO_PAIR = np.int64(0x7FFFFFFFFFFFFFFF)
 SMALL_PIECE = 40  # linear rescan up to here; measured crossover with the heap
+LONG_PIECE = 2048  # blocked bucket merge (merge_long) from here; measured crossover with the heap
+BLOCK = 4096  # merge_long: nominal block length, in symbols
+OVERLAP = 256  # merge_long: a block runs this far past its nominal end; it is cut in the middle of it
 
 
-@njit(inline="always")
+@njit
 def _pair(a, b, pair_keys, pair_vals):
     v = pair_lookup(a, b, pair_keys, pair_vals)
     if v < 0:
@@ -52,7 +70,7 @@ def merge_linear(syms, start, n, pair_keys, pair_vals, vals):
     return n
 
 
-@njit(inline="always")
+@njit
 def _heap_push(heap, size, key):
     i = size
     heap[i] = key
@@ -66,7 +84,7 @@ def _heap_push(heap, size, key):
     return size + 1
 
 
-@njit(inline="always")
+@njit
 def _sift_down(heap, size, i):
     key = heap[i]
     while True:
@@ -142,11 +160,401 @@ def merge_heap(syms, start, n, pair_keys, pair_vals):
     return m
 
 
-@njit(inline="always")
+# ---------------------------------------------------------------------------------------------------
+# Long pieces: blocks merged alone, rank by rank, stitched where provably exact.
+#
+# Why blocks: a global heap (or bucket queue) over a megabyte visits positions in rank order, i.e. at
+# random, and every merge missed the caches. `merge_long_blocks` merges a block of BLOCK + OVERLAP
+# symbols alone in small work arrays that stay in cache, cuts it at a token boundary x about
+# OVERLAP / 2 before its end, keeps the tokens before x and starts the next block at x.
+#
+# Why that is exact (or detected not to be):
+# * If the run on a string never merges a pair across a position x, the merges on either side of x are
+#   exactly those of that side run alone, interleaved. So the run on [a, e) restricted to [a, x), x a
+#   token boundary of its result, IS the run on [a, x); and the whole piece is the concatenation of
+#   the blocks' runs if no cut is ever crossed.
+# * Every block's merges come in increasing rank order (checked, below). Then the concatenated runs
+#   interleave in (rank, position) order, and the pair across a cut - it changes only when the token
+#   ending at the cut (left run) or the one starting there (right run) does - is picked iff its key is
+#   below that of the step that ends it: a left step of rank d ends it first iff rank c >= d (equal
+#   ranks go leftmost first, and the left step is left of it), a right step iff c > d; a cross pair
+#   that lasts to the end must have no merge at all. `_stitch_ok` replays the two histories (the rank
+#   and new token of each change, recorded by `_run_block`) and applies exactly this rule.
+# * A cut that fails (rare: x was a boundary of a run that saw OVERLAP / 2 symbols beyond it) makes
+#   the two blocks one, rerun from the original symbols; the union is checked against its left
+#   neighbour in turn. No token boundary in the cut zone (tokens longer than the zone) widens it.
+#
+# Inside a block, ranks are popped from a bucket queue (a list per rank, a two-level bitmap of non-empty
+# ranks). tiktoken's order within one rank is leftmost first: each run of adjacent pairs of the current
+# rank is merged left to right from its leftmost pair, and separate runs commute, because a merge only
+# changes its two neighbour pairs and their new ranks are higher (a merge never makes a pair of its own
+# rank). A merge that makes a LOWER rank (possible: the pair table of a tiktoken vocabulary holds every
+# split of every token, and a merge list may be in any order) breaks both arguments: the block reports
+# it and the whole piece goes to the exact heap, as it does when failed cuts cost more than a few passes.
+
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ONE = np.uint64(1)
+_NO_RANK = np.int64(1) << 40  # the rank of "no pair" in stitch checks
+_HIST = 64  # rank changes recorded for the first/last token of a block
+_ZLOG = 2048  # merges recorded in the cut zone
+_OK = 0
+_NON_MONOTONE = 1
+_GROW = 2
+
+
+@njit
+def _bucket_drain(head, lv0, lv1):
+    """Empty every rank list (after an abandoned block run)."""
+    for w in range(len(lv0)):
+        bits = lv0[w]
+        while bits != 0:
+            r = (w << 6) | np.int64(trailing_zeros(bits))
+            head[r] = -1
+            bits &= bits - _ONE
+        lv0[w] = 0
+    lv1[:] = 0
+
+
+@njit
+def _run_block(syms, start, a, e, zone, pair_keys, pair_vals, ws, nxt, prv, cur, head, lv0, lv1, pnext, ppos,
+               hist_first, zlog, memo_keys, memo_vals):
+    """Merge positions [a, e) of the piece alone (symbols syms[start + a:start + e]). Work arrays are
+    indexed from a: ws[i] is the token at position a + i, nxt[i] the next live index, -1 when dead.
+    Records the rank changes of the token at a (hist_first) and every merge whose token ends at or
+    after index `zone` (zlog rows: rank, end index, token). Returns (n_first, n_zone, status);
+    status _GROW means a rank >= len(head) was seen (n_first is then the largest such rank),
+    _NON_MONOTONE that a merge made a pair of lower rank. The bucket queue is left empty in every case.
+
+    Rank lists: head[r] -> node, pnext[node] -> next node, ppos[node] = position; entries go stale
+    when the pair at their position changes (checked when popped). lv0 has a bit per non-empty rank,
+    lv1 a bit per non-zero lv0 word. (Pushes and the bitmap search are written out inline: a call
+    taking several arrays costs a few ns of reference counting, per push.)"""
+    R = len(head)
+    e -= a
+    for i in range(e):
+        ws[i] = syms[start + a + i]
+        nxt[i] = i + 1
+        prv[i] = i - 1
+    cur[e - 1] = NO_PAIR
+    npool = 0
+    status = _OK
+    big = np.int64(0)
+    for i in range(e - 1):
+        # initial pairs go through a small direct-mapped memo (a text repeats few symbol pairs)
+        x = ws[i]
+        y = ws[i + 1]
+        key = (np.uint64(x) << np.uint64(32)) | np.uint64(y)
+        slot = ((x & 63) << 6) | (y & 63)
+        if memo_keys[slot] == key:
+            v = memo_vals[slot]
+        else:
+            v = _pair(x, y, pair_keys, pair_vals)
+            memo_keys[slot] = key
+            memo_vals[slot] = v
+        cur[i] = v
+        if v != NO_PAIR:
+            r = v >> 32
+            if r >= R:
+                status = _GROW
+                big = max(big, r)
+                continue
+            h = head[r]
+            pnext[npool] = h
+            ppos[npool] = i
+            head[r] = npool
+            npool += 1
+            if h < 0:
+                lv0[r >> 6] |= _ONE << np.uint64(r & 63)
+                lv1[r >> 12] |= _ONE << np.uint64((r >> 6) & 63)
+    n_first = 0
+    n_zone = 0
+    n0 = len(lv0)
+    n1 = len(lv1)
+    r = 0
+    while status == _OK:
+        # r = the smallest non-empty rank >= r
+        w0 = r >> 6
+        if w0 >= n0:
+            break
+        bits = lv0[w0] & (_ALL << np.uint64(r & 63))
+        if bits == 0:
+            w0 += 1
+            g = w0 >> 6
+            if g >= n1:
+                break
+            bits = lv1[g] & (_ALL << np.uint64(w0 & 63))
+            while bits == 0:
+                g += 1
+                if g >= n1:
+                    break
+                bits = lv1[g]
+            if bits == 0:
+                break
+            w0 = (g << 6) | np.int64(trailing_zeros(bits))
+            bits = lv0[w0]
+        r = (w0 << 6) | np.int64(trailing_zeros(bits))
+        while head[r] >= 0:
+            node = head[r]
+            head[r] = pnext[node]
+            pos = ppos[node]
+            if (cur[pos] >> 32) != r:
+                continue  # stale
+            while True:  # go to the leftmost pair of this run of adjacent rank-r pairs
+                p = prv[pos]
+                if p < 0 or (cur[p] >> 32) != r:
+                    break
+                pos = p
+            while True:  # merge the run left to right
+                v = cur[pos]
+                t = np.int32(v & 0xFFFFFFFF)
+                j = nxt[pos]
+                k = nxt[j]
+                ws[pos] = t
+                nxt[pos] = k
+                nxt[j] = -1
+                cur[j] = NO_PAIR
+                if pos == 0:
+                    if n_first < _HIST:
+                        hist_first[n_first, 0] = r
+                        hist_first[n_first, 1] = t
+                    n_first += 1
+                if k >= zone:
+                    if n_zone < _ZLOG:
+                        zlog[n_zone, 0] = r
+                        zlog[n_zone, 1] = k
+                        zlog[n_zone, 2] = t
+                    n_zone += 1
+                p = prv[pos]
+                if p >= 0:
+                    w = _pair(ws[p], t, pair_keys, pair_vals)
+                    cur[p] = w
+                    if w != NO_PAIR:
+                        wr = w >> 32
+                        if wr <= r:
+                            status = _NON_MONOTONE
+                            break
+                        if wr >= R:
+                            status = _GROW
+                            big = wr
+                            break
+                        h = head[wr]
+                        pnext[npool] = h
+                        ppos[npool] = p
+                        head[wr] = npool
+                        npool += 1
+                        if h < 0:
+                            lv0[wr >> 6] |= _ONE << np.uint64(wr & 63)
+                            lv1[wr >> 12] |= _ONE << np.uint64((wr >> 6) & 63)
+                if k >= e:
+                    cur[pos] = NO_PAIR
+                    break
+                prv[k] = pos
+                w = _pair(t, ws[k], pair_keys, pair_vals)
+                cur[pos] = w
+                if w != NO_PAIR:
+                    wr = w >> 32
+                    if wr <= r:
+                        status = _NON_MONOTONE
+                        break
+                    if wr >= R:
+                        status = _GROW
+                        big = wr
+                        break
+                if (cur[k] >> 32) == r:
+                    pos = k  # the run goes on: the pair at pos changes again right away, no push
+                    continue
+                if w != NO_PAIR:
+                    h = head[wr]
+                    pnext[npool] = h
+                    ppos[npool] = pos
+                    head[wr] = npool
+                    npool += 1
+                    if h < 0:
+                        lv0[wr >> 6] |= _ONE << np.uint64(wr & 63)
+                        lv1[wr >> 12] |= _ONE << np.uint64((wr >> 6) & 63)
+                break
+            if status != _OK:
+                break
+        if status != _OK:
+            break
+        head[r] = -1
+        bits = lv0[w0] & ~(_ONE << np.uint64(r & 63))  # (pushes may have set other bits of this word)
+        lv0[w0] = bits
+        if bits == 0:
+            lv1[w0 >> 6] &= ~(_ONE << np.uint64(w0 & 63))
+        r += 1
+    if status != _OK:
+        _bucket_drain(head, lv0, lv1)
+        if status == _GROW:
+            return big, 0, status
+        return 0, 0, status
+    return n_first, n_zone, _OK
+
+
+@njit
+def _stitch_ok(x, y, left, n_left, right, n_right, pair_keys, pair_vals):
+    """Whether the pair across a cut never merges: x / y are the symbols on either side of the cut
+    before merging, `left` the (rank, token) changes of the token ending at the cut in the left run,
+    `right` those of the token starting there in the right run."""
+    if n_left > _HIST or n_right > _HIST:
+        return False
+    i = 0
+    j = 0
+    while True:
+        v = pair_lookup(x, y, pair_keys, pair_vals)
+        c = _NO_RANK if v < 0 else v >> 32
+        if i < n_left and (j >= n_right or left[i, 0] <= right[j, 0]):
+            if c < left[i, 0]:
+                return False
+            x = left[i, 1]
+            i += 1
+        elif j < n_right:
+            if c <= right[j, 0]:
+                return False
+            y = right[j, 1]
+            j += 1
+        else:
+            return v < 0
+
+
+@njit
+def _bucket_arrays(R):
+    n0 = (R + 63) >> 6
+    return np.full(n0 << 6, -1, np.int32), np.zeros(n0, np.uint64), np.zeros((n0 + 63) >> 6, np.uint64)
+
+
+@njit
+def merge_long_blocks(syms, start, n, pair_keys, pair_vals, block, overlap, info):
+    """merge_long with explicit block / overlap lengths; info (int64[5]) gets counters: failed stitches,
+    blocks committed, rank-table growths, 1 / 2 in info[3] when the piece went to the heap because of
+    a lower-rank pair / too many failed stitches, and cut zones widened (no token boundary in them)."""
+    block = max(block, 1)
+    overlap = max(overlap, 2)
+    cap = block + 2 * overlap + 1  # work arrays for one block, reused (grown for merged blocks)
+    ws = np.empty(cap, np.int32)
+    nxt = np.empty(cap, np.int32)
+    prv = np.empty(cap, np.int32)
+    cur = np.empty(cap, np.int64)
+    pnext = np.empty(3 * cap, np.int32)
+    ppos = np.empty(3 * cap, np.int32)
+    head, lv0, lv1 = _bucket_arrays(max(64, len(pair_keys) // 4))  # grown when a larger rank shows up
+    out = np.empty(n, np.int32)  # committed tokens (syms keeps the input until the end: reruns read it)
+    n_out = 0
+    n_blocks = n // block + 2
+    hist_last = np.empty((n_blocks, _HIST, 2), np.int64)
+    n_last = np.empty(n_blocks, np.int64)
+    block_start = np.empty(n_blocks, np.int64)
+    out_start = np.empty(n_blocks, np.int64)
+    hist_first = np.empty((_HIST, 2), np.int64)
+    zlog = np.empty((_ZLOG, 3), np.int64)
+    memo_keys = np.full(4096, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64)
+    memo_vals = np.empty(4096, np.int64)
+    depth = 0
+    work = 0
+    pos = 0
+    fallback = 0
+    while pos < n and fallback == 0:
+        a = pos
+        m = overlap
+        e = a + block + m
+        if e + block // 2 > n:
+            e = n
+        x = n  # the cut
+        while True:
+            zone = e - m if e < n else n + 1
+            if e - a > len(ws):
+                cap = 2 * (e - a)
+                ws = np.empty(cap, np.int32)
+                nxt = np.empty(cap, np.int32)
+                prv = np.empty(cap, np.int32)
+                cur = np.empty(cap, np.int64)
+                pnext = np.empty(3 * cap, np.int32)
+                ppos = np.empty(3 * cap, np.int32)
+            n_first, n_zone, status = _run_block(syms, start, a, e, zone - a, pair_keys, pair_vals, ws, nxt, prv, cur,
+                                                 head, lv0, lv1, pnext, ppos, hist_first, zlog, memo_keys, memo_vals)
+            work += e - a
+            if status == _GROW:
+                R = len(head)
+                while R <= n_first:
+                    R *= 2
+                head, lv0, lv1 = _bucket_arrays(R)
+                info[2] += 1
+                continue
+            if status == _NON_MONOTONE:
+                fallback = 1
+                break
+            if work > 4 * n + 4 * block:
+                fallback = 2
+                break
+            if depth > 0 and not _stitch_ok(syms[start + a - 1], syms[start + a], hist_last[depth - 1],
+                                             n_last[depth - 1], hist_first, n_first, pair_keys, pair_vals):
+                info[0] += 1
+                depth -= 1
+                a = block_start[depth]  # rerun the two blocks as one
+                n_out = out_start[depth]
+                continue
+            if e == n:
+                x = n
+                break
+            x = e - m // 2
+            while nxt[x - a] < 0:
+                x -= 1
+            if x >= zone:
+                break
+            m *= 2  # no token boundary in the zone (very long tokens): look further
+            info[4] += 1
+            e += m // 2
+            if e + block // 2 > n:
+                e = n
+        if fallback != 0:
+            break
+        # commit [a, x): its tokens, and the rank changes of its last token (the merges ending at x)
+        out_start[depth] = n_out
+        i = 0
+        while i < x - a:
+            out[n_out] = ws[i]
+            n_out += 1
+            i = nxt[i]
+        if e == n:
+            break
+        nl = 0
+        if n_zone > _ZLOG:
+            nl = _HIST + 1
+        else:
+            for q in range(n_zone):
+                if zlog[q, 1] == x - a:
+                    if nl < _HIST:
+                        hist_last[depth, nl, 0] = zlog[q, 0]
+                        hist_last[depth, nl, 1] = zlog[q, 2]
+                    nl += 1
+        n_last[depth] = nl
+        block_start[depth] = a
+        depth += 1
+        info[1] += 1
+        pos = x
+    if fallback != 0:
+        info[3] = fallback
+        return merge_heap(syms, start, n, pair_keys, pair_vals)
+    info[1] += 1
+    for i in range(n_out):
+        syms[start + i] = out[i]
+    return n_out
+
+
+@njit
+def merge_long(syms, start, n, pair_keys, pair_vals):
+    """In-place merge of a long piece (see above); exact. Returns the new count."""
+    info = np.zeros(5, np.int64)
+    return merge_long_blocks(syms, start, n, pair_keys, pair_vals, BLOCK, OVERLAP, info)
+
+
+@njit
 def merge_symbols(syms, start, n, pair_keys, pair_vals, vals):
     """Merge syms[start:start+n] in place; returns the number of tokens left."""
     if n <= 1:
         return n
     if n <= SMALL_PIECE:
         return merge_linear(syms, start, n, pair_keys, pair_vals, vals)
-    return merge_heap(syms, start, n, pair_keys, pair_vals)
+    if n < LONG_PIECE:
+        return merge_heap(syms, start, n, pair_keys, pair_vals)
+    return merge_long(syms, start, n, pair_keys, pair_vals)

@@ -379,17 +379,17 @@ def scan_o200k(buf, pos, end, s1, s2, a0):
     return _crlf_slash_tail(buf, _run(buf, pos + n, end, s1, s2, a0, M_O), end)
 
 
-# Hugging Face Split regexes. HF compiles them with Oniguruma, whose `\s` is White_Space and whose
-# \p{..} classes are Unicode 16 in tokenizers 0.23 (checked code point by code point against
+# Hugging Face Split regexes. HF compiles them with Oniguruma, whose `\\s` is White_Space and whose
+# \\p{..} classes are Unicode 16 in tokenizers 0.23 (checked code point by code point against
 # `pre_tokenize_str`), i.e. exactly our table. Not possessive, but on these alternations backtracking
-# never changes the match: `[^\r\n\p{L}\p{N}]?\p{L}+` retried without the prefix starts at a
-# non-letter; `\s*[\r\n]+` backtracks to the last CR/LF of the whitespace run, like cl100k's
-# `\s*[\r\n]`. Onig's `(?i)` folds `ſ` onto `s` too (`'ſt` -> `'ſ` `t`).
+# never changes the match: `[^\\r\\n\\p{L}\\p{N}]?\\p{L}+` retried without the prefix starts at a
+# non-letter; `\\s*[\\r\\n]+` backtracks to the last CR/LF of the whitespace run, like cl100k's
+# `\\s*[\\r\\n]`. Onig's `(?i)` folds `ſ` onto `s` too (`'ſt` -> `'ſ` `t`).
 
 @njit(inline="always")
 def _llama3_core(buf, pos, end, s1, s2, a0, max_digits):
-    """`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}|
-    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+` (cl100k without `\s++$`: a whitespace
+    """`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,max_digits}|
+    ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+` (cl100k without `\\s++$`: a whitespace
     run that reaches the end of the segment is still cut after its last CR/LF)."""
     b = buf[pos]
     if b == _APOS:
@@ -415,27 +415,27 @@ def _llama3_core(buf, pos, end, s1, s2, a0, max_digits):
         return p
     run_end, last, nl = _ws_scan(buf, pos, end, s1, s2, a0)
     if nl >= 0:
-        return nl  # \s*[\r\n]+
-    return _ws_lookahead(pos, run_end, last, end)  # \s+(?!\S) | \s+
+        return nl  # \\s*[\\r\\n]+
+    return _ws_lookahead(pos, run_end, last, end)  # \\s+(?!\\S) | \\s+
 
 
 @njit
 def scan_llama3(buf, pos, end, s1, s2, a0):
-    """Llama-3 tokenizer.json: `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
-    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`"""
+    """Llama-3 tokenizer.json: `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|
+    ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`"""
     return _llama3_core(buf, pos, end, s1, s2, a0, 3)
 
 
 @njit
 def scan_qwen2(buf, pos, end, s1, s2, a0):
-    """Qwen2 / Qwen2.5 tokenizer.json: Llama-3's regex with `\p{N}` (one digit per piece)."""
+    """Qwen2 / Qwen2.5 tokenizer.json: Llama-3's regex with `\\p{N}` (one digit per piece)."""
     return _llama3_core(buf, pos, end, s1, s2, a0, 1)
 
 
 @njit
 def scan_tekken(buf, pos, end, s1, s2, a0):
-    """Mistral-Nemo "Tekken": `[^\r\n\p{L}\p{N}]?[ULtLmLoM]*[LlLmLoM]+|[^\r\n\p{L}\p{N}]?[ULtLmLoM]+[LlLmLoM]*|
-    \p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+` (o200k without contractions)."""
+    """Mistral-Nemo "Tekken": `[^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]*[LlLmLoM]+|[^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]+[LlLmLoM]*|
+    \\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+` (o200k without contractions)."""
     b = buf[pos]
     c, n = _class(buf, pos, end, s1, s2, a0)
     if c == CLS_NUMBER:
@@ -462,7 +462,7 @@ M_DIG = (1 << CLS_NUMBER) | (1 << CLS_DIGIT_EXTRA)  # what HF's Digits step isol
 @njit
 def scan_gpt2_digits(buf, pos, end, s1, s2, a0):
     """SmolLM2: Digits(individual_digits=true) cuts every numeric character into its own piece, then
-    ByteLevel's GPT-2 regex `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+    ByteLevel's GPT-2 regex `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`
     splits what lies between them: a digit ends the regex's text, so ` 1` is ` ` + `1` and a
     whitespace run before a digit is kept whole."""
     c, n = _class(buf, pos, end, s1, s2, a0)
@@ -484,7 +484,7 @@ def scan_gpt2_digits(buf, pos, end, s1, s2, a0):
         if run_end < end:
             c3, n3 = _class(buf, run_end, end, s1, s2, a0)
             if _in(M_DIG, c3):
-                return run_end  # the digit ends this regex segment: (?!\S) holds
+                return run_end  # the digit ends this regex segment: (?!\\S) holds
         return _ws_lookahead(pos, run_end, last, end)
     if _in(M_L, c):
         return _run(buf, pos + n, end, s1, s2, a0, M_L)

@@ -1,0 +1,742 @@
+"""`tltok`: tokenize Parquet / Arrow IPC / JSONL columns from the command line.
+
+    tltok encode INPUT -o OUTPUT [--column text] [--encoding o200k_base | --tokenizer FILE]
+                 [--threads N] [--keep-columns a,b | --all-columns] [--output-column tokens]
+                 [--count-only] [--special text|error|allow] [--batch-mb 8]
+                 [--overwrite] [--quiet]
+    tltok encode INPUT -o train.bin --pack 2048 [--eos]      training shards (see below)
+    tltok warmup [--encoding NAME]                           compile / load every kernel, print the time
+    tltok bench [ARGS...]                                    runs `python bench/run.py ARGS` (repository checkout)
+    tltok stream ...                                         streaming tokenization (tltok_jit.stream_cli)
+
+INPUT is a Parquet file, a directory of Parquet files (every `*.parquet` below it, sorted), an Arrow
+IPC file or stream (`.arrow`, `.feather`, `.ipc`, `.arrows`) or JSON Lines (`.jsonl`, `.ndjson`,
+`.json`). OUTPUT is Parquet: a file, or a directory mirroring an input directory. Record batches are
+streamed (about `--batch-mb` MB of text at a time, default 8), so memory stays flat whatever the input size.
+
+Output column: `list<uint32>` ids (`--output-column`, default `tokens`) or, with `--count-only`,
+`int64` counts (default name `n_tokens`). Only that column is written unless `--keep-columns` /
+`--all-columns` carry input columns along. Null texts stay null.
+
+`--special`: `text` (default; special-token text is encoded as ordinary text, like tiktoken's
+`encode_ordinary`), `error` (tiktoken's `encode` default: a special token in a row is an error naming
+the row), `allow` (special tokens become their ids). Invalid UTF-8 is encoded as
+`bytes.decode("utf-8", "replace")` would give it.
+
+Pack mode (`--pack SEQ_LEN [--eos]`): the ids of all documents, in input order, each followed by the
+end-of-text token when `--eos` is given, are cut into consecutive sequences of SEQ_LEN ids; the last
+incomplete sequence is dropped (its length is recorded). The shard `NAME.bin` is the flat array of
+n_seqs * SEQ_LEN ids, little-endian `uint16` when the vocabulary has at most 65,536 ids, else
+`uint32`, with no header; `NAME.json` beside it records format, dtype, seq_len, n_seqs, n_tokens,
+encoding, n_vocab, eos / eos_id, documents, dropped_tail_tokens and source. Read it with
+
+    idx = json.load(open("train.json"))
+    seqs = np.memmap("train.bin", dtype=idx["dtype"], mode="r").reshape(idx["n_seqs"], idx["seq_len"])
+
+Every output is written under a temporary name in the destination directory and renamed when
+complete: an interrupted run leaves no OUTPUT (SIGINT / SIGTERM also remove the temporary file).
+An existing OUTPUT is only replaced with `--overwrite`. Errors print one line naming the problem and
+exit with status 2 (1 for an unexpected failure).
+
+A progress line (rows, MB, MB/s, tokens/s) is drawn on stderr when it is a terminal and `--quiet` is
+not given; a one-line summary (rows, tokens, seconds, MB/s) goes to stdout unless `--quiet`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PARQUET_EXT = (".parquet", ".parq", ".pq")
+IPC_EXT = (".arrow", ".feather", ".ipc", ".arrows")
+JSONL_EXT = (".jsonl", ".ndjson", ".json")
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+# ------------------------------------------------------------------------------------------------
+# progress
+# ------------------------------------------------------------------------------------------------
+
+class Progress:
+    def __init__(self, enabled: bool, total_rows: int | None):
+        self.enabled = enabled
+        self.total_rows = total_rows
+        self.rows = 0
+        self.bytes = 0
+        self.tokens = 0
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._width = 0
+
+    def update(self, rows: int, nbytes: int, tokens: int) -> None:
+        self.rows += rows
+        self.bytes += nbytes
+        self.tokens += tokens
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._last < 0.2:
+            return
+        self._last = now
+        self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        dt = max(now - self.t0, 1e-9)
+        pct = ""
+        if self.total_rows:
+            pct = f"{100.0 * self.rows / self.total_rows:5.1f}% "
+        line = (f"{pct}{self.rows:,} rows | {self.bytes / 1e6:,.1f} MB | {self.bytes / 1e6 / dt:,.1f} MB/s | "
+                f"{self.tokens / dt / 1e6:,.2f} M tok/s | {dt:,.0f} s")
+        pad = max(self._width - len(line), 0)
+        self._width = len(line)
+        sys.stderr.write("\r" + line + " " * pad)
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.enabled:
+            self._draw(time.perf_counter())
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+# ------------------------------------------------------------------------------------------------
+# inputs
+# ------------------------------------------------------------------------------------------------
+
+def _kind(path: Path) -> str:
+    name = path.name.lower()
+    for suffix in (".gz", ".zst", ".bz2"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    if name.endswith(PARQUET_EXT):
+        return "parquet"
+    if name.endswith(IPC_EXT):
+        return "ipc"
+    if name.endswith(JSONL_EXT):
+        return "jsonl"
+    return "unknown"
+
+
+def list_inputs(inp: Path) -> list[tuple[Path, Path]]:
+    """(file, path relative to the input root) for a file or a directory of Parquet files."""
+    if not inp.exists():
+        raise CliError(f"input not found: {inp}")
+    if inp.is_dir():
+        files = sorted(p for p in inp.rglob("*") if p.is_file() and _kind(p) == "parquet"
+                       and not p.name.startswith((".", "_")))
+        if not files:
+            raise CliError(f"no Parquet files (*.parquet) in directory {inp}")
+        return [(p, p.relative_to(inp)) for p in files]
+    if _kind(inp) == "unknown":
+        raise CliError(f"cannot tell the format of {inp}: use .parquet, .arrow/.feather/.ipc or .jsonl")
+    return [(inp, Path(inp.name))]
+
+
+class Reader:
+    """Record batches of one input file (only the needed columns), about `target_bytes` of text each."""
+
+    def __init__(self, path: Path, target_bytes: int, column: str = "text"):
+        self.path = path
+        self.column = column
+        self.kind = _kind(path)
+        self.target = target_bytes
+        self._pf = None
+        self._ipc = None
+        try:
+            if self.kind == "parquet":
+                import pyarrow.parquet as pq
+
+                # pre_buffer=False: with read-ahead on, iter_batches keeps the buffered column chunks
+                # of every row group read so far (memory grew with the file, not the batch)
+                self._pf = pq.ParquetFile(str(path), pre_buffer=False)
+                self.schema = self._pf.schema_arrow
+                self.num_rows = self._pf.metadata.num_rows
+            elif self.kind == "ipc":
+                self._open_ipc()
+            else:
+                self.num_rows = None
+                names = self._json_first_keys()
+                self._json_reader = self._open_json()
+                self.schema = self._json_reader.schema if hasattr(self._json_reader, "schema") else None
+                if names is not None and self.schema is not None and column not in names:
+                    import pyarrow as pa
+
+                    # the explicit text field is always in the reader's schema: report the file's own keys
+                    self.schema = pa.schema([f for f in self.schema if f.name in names])
+        except CliError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any reader failure is "unreadable file"
+            raise CliError(f"cannot read {path}: {type(e).__name__}: {e}") from None
+
+    def _open_ipc(self):
+        import pyarrow as pa
+
+        src = pa.memory_map(str(self.path), "r")
+        try:
+            self._ipc = pa.ipc.open_file(src)
+            self.schema = self._ipc.schema
+            self.num_rows = sum(self._ipc.get_batch(i).num_rows for i in range(self._ipc.num_record_batches))
+        except pa.ArrowInvalid:
+            src = pa.memory_map(str(self.path), "r")
+            self._ipc = pa.ipc.open_stream(src)
+            self.schema = self._ipc.schema
+            self.num_rows = None
+
+    def _json_first_keys(self) -> list[str] | None:
+        """The keys of the first JSON object of the file (to report a missing column by name)."""
+        with open(self.path, "rb") as f:
+            for line in f:
+                if line.strip():
+                    obj = json.loads(line)
+                    if not isinstance(obj, dict):
+                        raise CliError(f"cannot read {self.path}: a JSON Lines file of objects is expected")
+                    return list(obj)
+        return None
+
+    def _open_json(self):
+        import pyarrow as pa
+        import pyarrow.json as pj
+
+        opts = pj.ReadOptions(block_size=max(1 << 20, min(self.target, 1 << 28)))
+        # the text field is read as large_string whatever the first block holds (a first block of nulls
+        # would otherwise fix its type to null); the other fields are inferred
+        parse = pj.ParseOptions(explicit_schema=pa.schema([(self.column, pa.large_string())]),
+                                unexpected_field_behavior="infer")
+        if hasattr(pj, "open_json"):
+            return pj.open_json(str(self.path), read_options=opts, parse_options=parse)
+        table = pj.read_json(str(self.path), read_options=opts, parse_options=parse)
+        return iter(table.to_batches())
+
+    def _parquet_batch_rows(self, column: str) -> int:
+        md = self._pf.metadata
+        if md.num_rows == 0:
+            return 1024
+        size = 0
+        for g in range(md.num_row_groups):
+            rg = md.row_group(g)
+            for c in range(rg.num_columns):
+                col = rg.column(c)
+                if col.path_in_schema == column or col.path_in_schema.split(".")[0] == column:
+                    size += col.total_uncompressed_size
+        per_row = max(size / md.num_rows, 1.0)
+        return int(min(max(self.target / per_row, 16), 1_000_000))
+
+    def batches(self, columns: list[str], text_column: str):
+        import pyarrow as pa
+
+        try:
+            if self.kind == "parquet":
+                it = self._pf.iter_batches(batch_size=self._parquet_batch_rows(text_column), columns=columns)
+            elif self.kind == "ipc":
+                if isinstance(self._ipc, pa.ipc.RecordBatchFileReader):
+                    it = (self._ipc.get_batch(i) for i in range(self._ipc.num_record_batches))
+                else:
+                    it = iter(self._ipc)
+            else:
+                it = self._json_reader
+            for batch in it:
+                batch = batch.select(columns) if batch.schema.names != columns else batch
+                yield from _split_batch(batch, text_column, self.target)
+        except CliError:
+            raise
+        except (OSError, pa.ArrowException) as e:
+            raise CliError(f"cannot read {self.path}: {type(e).__name__}: {e}") from None
+
+
+def _split_batch(batch, column: str, target: int):
+    """Slices (zero-copy) of a record batch holding about `target` bytes of text each."""
+    n = batch.num_rows
+    col = batch.column(batch.schema.get_field_index(column))
+    size = col.nbytes
+    if size <= 2 * target or n <= 1:
+        yield batch
+        return
+    parts = min(n, -(-size // target))
+    step = -(-n // parts)
+    for a in range(0, n, step):
+        yield batch.slice(a, min(step, n - a))
+
+
+# ------------------------------------------------------------------------------------------------
+# encoding resolution
+# ------------------------------------------------------------------------------------------------
+
+def load_encoding(name: str | None, tokenizer: str | None):
+    import tltok_jit
+
+    if tokenizer:
+        p = Path(tokenizer)
+        if not p.is_file():
+            raise CliError(f"tokenizer file not found: {p}")
+        try:
+            if p.suffix == ".tiktoken":
+                return tltok_jit.Encoding.from_tiktoken_file(p, name=name or p.stem)
+            if p.suffix == ".json" and hasattr(tltok_jit, "from_file"):
+                cfg = p.with_name("tokenizer_config.json")
+                return tltok_jit.from_file(p, cfg if cfg.is_file() else None)
+        except CliError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            hint = "" if name else " (for a .tiktoken file of another name, pass --encoding NAME to take " \
+                                   "that encoding's split pattern and special tokens)"
+            raise CliError(f"cannot load tokenizer {p}: {type(e).__name__}: {e}{hint}") from None
+        raise CliError(f"cannot load tokenizer {p}: use a .tiktoken rank file or a tokenizer.json")
+    name = name or "o200k_base"
+    known = tltok_jit.list_encoding_names()
+    if name not in known:
+        raise CliError(f"unknown encoding {name!r}; known encodings: {', '.join(known)}")
+    try:
+        return tltok_jit.get_encoding(name)
+    except Exception as e:  # noqa: BLE001
+        raise CliError(f"cannot load encoding {name!r}: {type(e).__name__}: {e}") from None
+
+
+def _special_kwargs(mode: str) -> dict:
+    if mode == "text":
+        return {"allowed_special": set(), "disallowed_special": ()}
+    if mode == "allow":
+        return {"allowed_special": "all", "disallowed_special": ()}
+    return {"allowed_special": set(), "disallowed_special": "all"}
+
+
+# ------------------------------------------------------------------------------------------------
+# atomic outputs
+# ------------------------------------------------------------------------------------------------
+
+class Atomic:
+    """Temporary paths next to their destinations, renamed into place by commit(), removed by abort()."""
+
+    def __init__(self, overwrite: bool):
+        self.overwrite = overwrite
+        self.pairs: list[tuple[Path, Path]] = []
+
+    def check(self, dest: Path) -> None:
+        if dest.exists() and not self.overwrite:
+            raise CliError(f"output exists: {dest} (pass --overwrite to replace it)")
+
+    def temp(self, dest: Path, is_dir: bool = False) -> Path:
+        self.check(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.parent / f".{dest.name}.tltok-tmp-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+        if is_dir:
+            tmp.mkdir()
+        self.pairs.append((tmp, dest))
+        return tmp
+
+    def commit(self) -> None:
+        for tmp, dest in self.pairs:
+            if dest.exists():
+                if dest.is_dir() and not dest.is_symlink():
+                    old = dest.parent / f".{dest.name}.tltok-old-{os.getpid()}"
+                    os.replace(dest, old)
+                    os.replace(tmp, dest)
+                    shutil.rmtree(old, ignore_errors=True)
+                    continue
+            os.replace(tmp, dest)
+        self.pairs = []
+
+    def abort(self) -> None:
+        for tmp, _dest in self.pairs:
+            try:
+                if tmp.is_dir():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                elif tmp.exists():
+                    tmp.unlink()
+            except OSError:
+                pass
+        self.pairs = []
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+# ------------------------------------------------------------------------------------------------
+# encode
+# ------------------------------------------------------------------------------------------------
+
+def _check_columns(reader: Reader, column: str, keep: list[str]) -> None:
+    import pyarrow as pa
+
+    from .arrow import is_text_type
+
+    if reader.schema is None:
+        return
+    names = reader.schema.names
+    missing = [c for c in [column] + keep if c not in names]
+    if missing:
+        raise CliError(f"column {missing[0]!r} not found in {reader.path}; columns: {', '.join(names) or '(none)'}")
+    t = reader.schema.field(column).type
+    if not is_text_type(t) or pa.types.is_null(t):
+        raise CliError(f"column {column!r} of {reader.path} has type {t}, not a string column")
+
+
+def _output_batch(batch, args, enc, result, keep: list[str]):
+    import pyarrow as pa
+
+    cols, names = [], []
+    for c in keep:
+        cols.append(batch.column(batch.schema.get_field_index(c)))
+        names.append(c)
+    cols.append(result)
+    names.append(args.output_column)
+    return pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def _encode_file(reader: Reader, dest_tmp: Path, args, enc, keep: list[str], progress: Progress) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from . import arrow
+
+    special = _special_kwargs(args.special)
+    columns = list(dict.fromkeys(keep + [args.column]))
+    writer = None
+    out_type = pa.int64() if args.count_only else pa.list_(pa.uint32())
+    try:
+        for batch in reader.batches(columns, args.column):
+            col = batch.column(batch.schema.get_field_index(args.column))
+            if not arrow.is_text_type(col.type):
+                raise CliError(f"column {args.column!r} of {reader.path} has type {col.type}, not a string column")
+            try:
+                if args.count_only:
+                    res = enc.count_arrow(col, num_threads=args.threads, **special)
+                    ntok = int(pc.sum(res).as_py() or 0)
+                else:
+                    res = enc.encode_arrow(col, num_threads=args.threads, large_list=False, **special)
+                    ntok = len(res.values)
+            except (arrow.ArrowRowError, ValueError) as e:
+                raise CliError(f"{reader.path}: {str(e).splitlines()[0]} (row in this batch of the file; "
+                               f"--special text encodes special-token text as ordinary text)") from None
+            out = _output_batch(batch, args, enc, res, keep)
+            if writer is None:
+                fields = [out.schema.field(c) for c in keep] + [pa.field(args.output_column, out_type)]
+                writer = pq.ParquetWriter(str(dest_tmp), pa.schema(fields), compression="zstd")
+            writer.write_batch(out)
+            progress.update(len(col), _text_bytes(col), ntok)
+        if writer is None:  # no batches: still a valid (empty) file
+            fields = [reader.schema.field(c) for c in keep] if reader.schema is not None else []
+            fields.append(pa.field(args.output_column, out_type))
+            writer = pq.ParquetWriter(str(dest_tmp), pa.schema(fields), compression="zstd")
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _text_bytes(col) -> int:
+    """Bytes of text in a string/binary column (including the bytes null rows may point at)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    n = len(col)
+    if n and (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+              or pa.types.is_large_binary(t)):
+        dt = np.int64 if (pa.types.is_large_string(t) or pa.types.is_large_binary(t)) else np.int32
+        off = np.frombuffer(col.buffers()[1], dtype=dt)
+        return int(off[col.offset + n]) - int(off[col.offset])
+    if n == 0:
+        return 0
+    try:
+        return int(pc.sum(pc.binary_length(col)).as_py() or 0)
+    except Exception:  # noqa: BLE001
+        return col.nbytes
+
+
+def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) -> dict:
+    import numpy as np
+
+    from . import arrow
+
+    out = Path(args.output)
+    if out.suffix != ".bin":
+        raise CliError(f"--pack writes a .bin shard and a .json index: give -o NAME.bin (got {out})")
+    index_path = out.with_suffix(".json")
+    seq = int(args.pack)
+    if seq <= 0:
+        raise CliError("--pack needs a positive sequence length")
+    eot = None
+    if args.eos:
+        try:
+            eot = enc.eot_token
+        except KeyError:
+            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    dtype = np.uint16 if enc.n_vocab <= 65536 else np.uint32
+    tmp_bin = atomic.temp(out)
+    tmp_idx = atomic.temp(index_path)
+    special = _special_kwargs(args.special)
+    carry = np.zeros(0, dtype=dtype)
+    n_seqs = 0
+    docs = 0
+    with open(tmp_bin, "wb") as f:
+        for reader in readers:
+            for batch in reader.batches([args.column], args.column):
+                col = batch.column(0)
+                try:
+                    res = enc.encode_arrow(col, num_threads=args.threads, large_list=True, **special)
+                except (arrow.ArrowRowError, ValueError) as e:
+                    raise CliError(f"{reader.path}: {str(e).splitlines()[0]}") from None
+                if hasattr(res, "combine_chunks"):
+                    res = res.combine_chunks()
+                flat = res.flatten().to_numpy(zero_copy_only=False)
+                if eot is not None:
+                    valid = res.is_valid().to_numpy(zero_copy_only=False)
+                    lens = res.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[valid]
+                    stream = np.empty(len(flat) + len(lens), dtype=dtype)
+                    eot_pos = np.cumsum(lens + 1) - 1
+                    mask = np.ones(len(stream), dtype=bool)
+                    mask[eot_pos] = False
+                    stream[mask] = flat
+                    stream[eot_pos] = eot
+                    docs += int(valid.sum())
+                else:
+                    stream = flat.astype(dtype, copy=False)
+                    docs += len(res) - res.null_count
+                if len(carry):
+                    stream = np.concatenate([carry, stream])
+                k = len(stream) // seq
+                if k:
+                    f.write(stream[: k * seq].astype("<" + np.dtype(dtype).str[1:], copy=False).tobytes())
+                    n_seqs += k
+                carry = stream[k * seq:].copy()
+                progress.update(len(col), _text_bytes(col), len(flat))
+    index = {
+        "format": "tltok-packed-v1",
+        "dtype": np.dtype(dtype).name,
+        "byte_order": "little",
+        "seq_len": seq,
+        "n_seqs": n_seqs,
+        "n_tokens": n_seqs * seq,
+        "encoding": enc.name,
+        "n_vocab": enc.n_vocab,
+        "eos": eot is not None,
+        "eos_id": eot,
+        "eos_placement": "after each document" if eot is not None else None,
+        "documents": docs,
+        "dropped_tail_tokens": int(len(carry)),
+        "column": args.column,
+        "source": [str(r.path) for r in readers],
+        "shard": out.name,
+    }
+    with open(tmp_idx, "w", encoding="utf-8") as f:
+        json.dump(index, f, indent=2)
+        f.write("\n")
+    return index
+
+
+def cmd_encode(args) -> int:
+    inp = Path(args.input)
+    files = list_inputs(inp)
+    if args.keep_columns and args.all_columns:
+        raise CliError("--keep-columns and --all-columns exclude each other")
+    if args.pack is not None and args.count_only:
+        raise CliError("--pack and --count-only exclude each other")
+    if args.eos and args.pack is None:
+        raise CliError("--eos only applies to --pack")
+    if args.output_column is None:
+        args.output_column = "n_tokens" if args.count_only else "tokens"
+    if args.threads is not None and args.threads < 0:
+        raise CliError("--threads must be >= 0")
+    args.threads = args.threads or 0
+    enc = load_encoding(args.encoding, args.tokenizer)
+    target = max(1, int(args.batch_mb * 1e6))
+    readers = [Reader(p, target, args.column) for p, _rel in files]
+    keep: list[str] = []
+    if args.keep_columns:
+        keep = [c.strip() for c in args.keep_columns.split(",") if c.strip()]
+    def keep_for(r: Reader) -> list[str]:
+        if args.all_columns:
+            return list(r.schema.names) if r.schema is not None else [args.column]
+        return keep
+
+    for r in readers:
+        k = keep_for(r)
+        _check_columns(r, args.column, k if args.pack is None else [])
+        if args.all_columns and args.output_column in (r.schema.names if r.schema is not None else []):
+            raise CliError(f"output column {args.output_column!r} already exists in {r.path}; "
+                           "pick another with --output-column")
+    total_rows = None
+    if all(r.num_rows is not None for r in readers):
+        total_rows = sum(r.num_rows for r in readers)
+    progress = Progress(sys.stderr.isatty() and not args.quiet, total_rows)
+    atomic = Atomic(args.overwrite)
+    out = Path(args.output)
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        if args.pack is not None:
+            index = _pack(readers, args, enc, atomic, progress)
+        else:
+            index = None
+            if inp.is_dir():
+                tmp_dir = atomic.temp(out, is_dir=True)
+                for r, (_p, rel) in zip(readers, files):
+                    dest = tmp_dir / rel
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    _encode_file(r, dest, args, enc, keep_for(r), progress)
+            else:
+                if out.is_dir():
+                    out = out / (inp.name.split(".")[0] + ".parquet")
+                tmp = atomic.temp(out)
+                _encode_file(readers[0], tmp, args, enc, keep_for(readers[0]), progress)
+        progress.finish()
+        atomic.commit()
+    except BaseException:
+        progress.finish() if progress.enabled else None
+        atomic.abort()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    secs = progress.seconds
+    if not args.quiet:
+        what = f"{index['n_seqs']:,} sequences of {index['seq_len']}, " if index else ""
+        print(f"tltok: {progress.rows:,} rows, {progress.tokens:,} tokens, {what}{secs:.2f} s, "
+              f"{progress.bytes / 1e6 / max(secs, 1e-9):.1f} MB/s -> {args.output}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# other commands
+# ------------------------------------------------------------------------------------------------
+
+def cmd_warmup(args) -> int:
+    t0 = time.perf_counter()
+    enc = load_encoding(args.encoding, None)
+    t1 = time.perf_counter()
+    texts = ["Hello world, it's 2024!\n", "日本語のテキスト。", "  spaces   and\ttabs\r\n", "🙂👍🏽"]
+    for t in texts:
+        enc.encode(t)
+        enc.encode_ordinary(t)
+        enc.encode_to_numpy(t)
+        enc.encode(t, allowed_special="all")
+    for threads in (1, 2):
+        enc.encode_batch(texts * 4, num_threads=threads)
+        enc.encode_ordinary_batch(texts * 4, num_threads=threads)
+    enc.decode(enc.encode("warm up the decoder"))
+    enc.decode_bytes([1, 2, 3])
+    from . import arrow
+
+    arrow.warmup(enc)
+    extra = []
+    try:  # optional modules of the package; warm them when present
+        from .stream import StreamDecoder
+
+        d = StreamDecoder(enc)
+        for meth in ("push", "decode", "feed"):
+            if hasattr(d, meth):
+                getattr(d, meth)(enc.encode("stream"))
+                break
+        extra.append("stream")
+    except Exception:  # noqa: BLE001
+        pass
+    t2 = time.perf_counter()
+    if not args.quiet:
+        print(f"tltok warmup: {enc.name} loaded in {t1 - t0:.2f} s, kernels compiled/loaded in {t2 - t1:.2f} s "
+              f"(total {t2 - t0:.2f} s)")
+    return 0
+
+
+def _repo_bench() -> Path | None:
+    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
+        p = root / "bench" / "run.py"
+        if p.is_file():
+            return p
+    return None
+
+
+def cmd_bench(args, rest: list[str]) -> int:
+    script = _repo_bench()
+    if script is None:
+        raise CliError("tltok bench is not available: bench/run.py is part of the source checkout, "
+                       "not of the installed package")
+    return subprocess.call([sys.executable, str(script), *rest])
+
+
+def cmd_stream(args, rest: list[str]) -> int:
+    from .stream_cli import main as stream_cli_main
+
+    return stream_cli_main(rest)
+
+
+# ------------------------------------------------------------------------------------------------
+# main
+# ------------------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="tltok", description="Exact tiktoken-compatible tokenization of columnar data.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    e = sub.add_parser("encode", help="tokenize a text column of Parquet / Arrow IPC / JSONL into Parquet",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    e.add_argument("input", metavar="INPUT", help="Parquet file or directory, Arrow IPC/Feather file, or JSONL")
+    e.add_argument("-o", "--output", required=True, metavar="OUTPUT",
+                   help="Parquet file (or directory for a directory input); NAME.bin with --pack")
+    e.add_argument("--column", default="text", help="the text column (default: text)")
+    e.add_argument("--encoding", default=None, help="encoding name (default: o200k_base)")
+    e.add_argument("--tokenizer", default=None, metavar="FILE", help="a .tiktoken rank file or a Hugging Face tokenizer.json instead of --encoding")
+    e.add_argument("--threads", type=int, default=0, help="worker threads (default 0: all cores)")
+    g = e.add_mutually_exclusive_group()
+    g.add_argument("--keep-columns", default=None, metavar="A,B", help="input columns to copy to the output")
+    g.add_argument("--all-columns", action="store_true", help="copy every input column to the output")
+    e.add_argument("--output-column", default=None, help="name of the ids column (default tokens / n_tokens)")
+    e.add_argument("--count-only", action="store_true", help="write int64 token counts instead of ids")
+    e.add_argument("--special", choices=("text", "error", "allow"), default="text",
+                   help="special-token text: encode as text (default), error, or allow as special ids")
+    e.add_argument("--pack", type=int, default=None, metavar="SEQ_LEN",
+                   help="write fixed-length training sequences to NAME.bin + NAME.json")
+    e.add_argument("--eos", action="store_true", help="with --pack: end every document with <|endoftext|>")
+    e.add_argument("--batch-mb", type=float, default=8.0, help="text per record batch, MB (default 8)")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT")
+    e.add_argument("--quiet", action="store_true", help="no progress line and no summary")
+
+    w = sub.add_parser("warmup", help="compile / load all kernels ahead of use and print the time")
+    w.add_argument("--encoding", default="o200k_base")
+    w.add_argument("--quiet", action="store_true")
+
+    sub.add_parser("bench", help="run the benchmark suite (bench/run.py of a source checkout)", add_help=False)
+    sub.add_parser("stream", help="streaming tokenization (tltok stream --help)", add_help=False)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = build_parser()
+    try:
+        if argv and argv[0] in ("bench", "stream"):
+            cmd = argv[0]
+            return cmd_bench(None, argv[1:]) if cmd == "bench" else cmd_stream(None, argv[1:])
+        args = ap.parse_args(argv)
+        if args.command == "encode":
+            return cmd_encode(args)
+        if args.command == "warmup":
+            return cmd_warmup(args)
+        ap.error(f"unknown command {args.command}")
+    except CliError as e:
+        print(f"tltok: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tltok: interrupted; no output written", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

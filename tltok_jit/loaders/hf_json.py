@@ -1,0 +1,1126 @@
+"""Hugging Face `tokenizer.json` -> ModelDescription, plus the text pipeline around the kernels.
+
+    enc = tltok_jit.from_file("tokenizer.json", config="tokenizer_config.json")   # config optional
+
+Supported subset (anything else is refused at load with `UnsupportedTokenizerError`, which names
+the JSON field and its value, so a file that loads is a file encoded exactly):
+
+* model: `BPE` (type may be absent when `merges` is present); `dropout` null/0, empty
+  `continuing_subword_prefix` / `end_of_word_suffix`, `ignore_merges`, `byte_fallback`,
+  `unk_token`, `fuse_unk`. Merges as `"a b"` strings or `["a", "b"]` pairs; a merge whose parts or
+  result are not tokens is a format error naming the merge. A repeated merge takes the rank of its
+  LAST occurrence, as `tokenizers` does (it collects the merges into a hash map).
+* byte-level models (a `ByteLevel` pre-tokenizer step): vocabulary strings are GPT-2's byte
+  alphabet and are decoded to bytes. Single bytes missing from the vocabulary (SmolLM2 lacks 21)
+  are dropped from their piece, as HF does without `unk_token`.
+  Character-level models (no ByteLevel step, e.g. Mistral-7B): initial symbols are characters,
+  with `byte_fallback` to `<0xNN>` tokens.
+* pre_tokenizer: null, `ByteLevel` (add_prefix_space false), `Split` (Regex/String pattern,
+  invert false), `Digits`, and a `Sequence` of them. Known combinations run on hand-written
+  scanners (GPT-2, SmolLM2, Llama-3, Qwen2, Tekken); any other one runs through a Python
+  pretokenizer built on the `regex` module, with a warning naming the pattern.
+* normalizer: null, `NFC` (Unicode 9.0 as in `tokenizers`, see `hf_nfc`), `Prepend`, `Replace`
+  (String pattern), `Sequence`. Normalization is applied between added tokens, as HF does.
+* added_tokens: `special`, `normalized`; `lstrip` / `rstrip` / `single_word` true are refused
+  (no supported file uses them). Their ids are assigned the way `tokenizers` assigns them, which
+  ignores the ids written in the file (see `_AddedVocab`); a `TokenizerConfigWarning` names every
+  token whose written id differs.
+* post_processor: null, `ByteLevel` (adds nothing), `TemplateProcessing` (single sequence),
+  `Sequence`; used by `encode(..., add_special_tokens=True)`.
+* decoder: `ByteLevel` (fast byte gather), or a Python chain of `Replace` (String), `ByteFallback`,
+  `Fuse`, `Strip`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF).
+* `truncation` / `padding` must be null.
+
+tokenizer_config.json (the "added-token trap"): `added_tokens_decoder` entries missing from the
+tokenizer.json are added in declared-id order with the id `tokenizers` would assign (the next free
+one), and a `TokenizerConfigWarning` names every token whose id differs from the declared one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unicodedata
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..model import AddedToken, ModelDescription, TokenizerFileError
+
+__all__ = [
+    "HFPipeline",
+    "TokenizerConfigWarning",
+    "SlowPretokenizerWarning",
+    "UnsupportedTokenizerError",
+    "bytes_to_unicode",
+    "hf_nfc",
+    "read_hf_json",
+]
+
+
+class UnsupportedTokenizerError(TokenizerFileError):
+    """The file uses a feature outside the supported subset; `field` / `value` name it."""
+
+    def __init__(self, where: str, field: str, value, hint: str = ""):
+        self.field = field
+        self.value = value
+        shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+        if len(shown) > 200:
+            shown = shown[:200] + "..."
+        super().__init__(f"{where}: unsupported {field} = {shown}" + (f" ({hint})" if hint else ""))
+
+
+class TokenizerConfigWarning(UserWarning):
+    """tokenizer_config.json declares an added token at an id it does not get."""
+
+
+class SlowPretokenizerWarning(UserWarning):
+    """No hand-written scanner implements this pre-tokenizer: it runs in Python (exact, slow)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# GPT-2's byte alphabet
+# ------------------------------------------------------------------------------------------------
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> character map: printable bytes stand for themselves, the other 68 map to
+    U+0100, U+0101, ... in byte order."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+BYTE_TO_CHAR = bytes_to_unicode()
+CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
+# str.translate table: byte-alphabet character -> the latin-1 character of its byte
+_TO_LATIN1 = {ord(c): chr(b) for c, b in CHAR_TO_BYTE.items()}
+_BETA_RE = re.compile("[" + "".join(re.escape(c) for c in CHAR_TO_BYTE) + "]*")
+
+
+def beta_decode(s: str) -> bytes | None:
+    """Bytes of a byte-alphabet string, or None if a character is outside the alphabet."""
+    if _BETA_RE.fullmatch(s) is None:
+        return None
+    return s.translate(_TO_LATIN1).encode("latin-1")
+
+
+# ------------------------------------------------------------------------------------------------
+# NFC as `tokenizers` computes it
+# ------------------------------------------------------------------------------------------------
+
+# `tokenizers` normalizes with the `unicode-normalization-alignments` crate, whose tables are
+# Unicode 9.0. Characters that are normalization-relevant in later versions (a non-zero combining
+# class, a canonical decomposition, or a part of a canonical composition) are unassigned there,
+# i.e. starters that never compose. Measured against `normalizers.NFC()` (tokenizers 0.23.3) from
+# the Unicode 16 data: these are exactly the characters whose behaviour differs. Such a character
+# is a composition and reordering barrier in Unicode 9, so NFC_9(x D y) = NFC(x) D NFC(y) whenever
+# x, y contain no listed character, and there Python's NFC (any version >= 9) agrees with Unicode 9
+# (normalization stability). Verified on 300k random strings of marks, decomposables and Hangul.
+_NFC_POST9 = (
+    "0x7fd 0x897-0x89f 0x8ca-0x8d3 0x9fe 0xc3c 0xd3b 0xd3c 0xeba 0x1715 0x1abf-0x1ace 0x1df6-0x1dfa "
+    "0xa82c 0x105c9 0x105d2 0x105da 0x105e4 0x10d24-0x10d27 0x10d69-0x10d6d 0x10eab 0x10eac "
+    "0x10efd-0x10eff 0x10f46-0x10f50 0x10f82-0x10f85 0x11070 0x1133b 0x11382-0x11385 0x1138b 0x1138e "
+    "0x11390 0x11391 0x113b8 0x113bb 0x113c2 0x113c5 0x113c7-0x113c9 0x113ce-0x113d0 0x1145e 0x11839 "
+    "0x1183a 0x11930 0x11935 0x11938 0x1193d 0x1193e 0x11943 0x119e0 0x11a34 0x11a47 0x11a99 0x11d42 "
+    "0x11d44 0x11d45 0x11d97 0x11f41 0x11f42 0x1611e-0x16129 0x1612f 0x16d63 0x16d67-0x16d6a "
+    "0x16ff0 0x16ff1 0x1e08f 0x1e130-0x1e136 0x1e2ae 0x1e2ec-0x1e2ef 0x1e4ec-0x1e4ef 0x1e5ee 0x1e5ef"
+)
+
+
+def _ranges(spec: str) -> list[tuple[int, int]]:
+    out = []
+    for item in spec.split():
+        a, _, b = item.partition("-")
+        out.append((int(a, 16), int(b or a, 16)))
+    return out
+
+
+NFC_POST9_RANGES = _ranges(_NFC_POST9)
+_NFC_BARRIER_RE = re.compile(
+    "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b != a else "") for a, b in NFC_POST9_RANGES) + "]")
+
+
+def hf_nfc(text: str) -> str:
+    """NFC exactly as `tokenizers`' NFC normalizer (Unicode 9.0 tables) computes it."""
+    if _NFC_BARRIER_RE.search(text) is None:
+        return unicodedata.normalize("NFC", text)
+    parts = _NFC_BARRIER_RE.split(text)
+    seps = _NFC_BARRIER_RE.findall(text)
+    out = [unicodedata.normalize("NFC", parts[0])]
+    for sep, part in zip(seps, parts[1:]):
+        out.append(sep)
+        out.append(unicodedata.normalize("NFC", part))
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# The pipeline description (plain data) a loader attaches to the ModelDescription
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class HFPipeline:
+    """What `tokenizers` does around the BPE model, in the form the Encoding runs it.
+
+    normalizers:  ("nfc",) / ("prepend", s) / ("replace", old, new), applied in order to the text
+                  between added tokens (never to the added tokens themselves).
+    pre_steps:    Python pretokenizer steps when no scanner implements the pre-tokenizer, else None:
+                  ("split", pattern, behavior) / ("digits", individual) / ("gpt2",).
+    prefix_ids / suffix_ids: what `add_special_tokens=True` puts around a single sequence.
+    decoder:      None = byte gather (ByteLevel); else the Python decoder chain, steps
+                  ("bytelevel",) / ("replace", old, new) / ("bytefallback",) / ("fuse",) /
+                  ("strip", content, start, stop) / ("join_space",).
+    token_strings: id -> token string (for Python decoders); None when unused.
+    special_ids:  added tokens with special=True (skipped by decode(skip_special_tokens=True)).
+    missing_bytes: single bytes absent from a byte-level vocabulary (dropped, as HF does).
+    fallback_ids / unk_id / fuse_unk: character-level (SentencePiece-style) BPE.
+    """
+
+    normalizers: tuple = ()
+    pre_steps: tuple | None = None
+    prefix_ids: tuple = ()
+    suffix_ids: tuple = ()
+    decoder: tuple | None = None
+    token_strings: list | None = None
+    special_ids: frozenset = frozenset()
+    missing_bytes: bytes = b""
+    char_level: bool = False
+    fallback_ids: np.ndarray | None = None
+    unk_id: int = -1
+    fuse_unk: bool = False
+    description: dict = field(default_factory=dict)
+
+    def runtime(self, enc):
+        return HFRuntime(enc, self)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------------
+
+def _load_json(path) -> object:
+    p = os.fspath(path)
+    with open(p, "rb") as f:  # FileNotFoundError / OSError propagate with the path
+        raw = f.read()
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise TokenizerFileError(f"{p}: not UTF-8 text (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise TokenizerFileError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def _type(obj, where, fieldname):
+    if not isinstance(obj, dict):
+        raise TokenizerFileError(f"{where}: {fieldname} must be an object, got {type(obj).__name__}")
+    t = obj.get("type")
+    return t
+
+
+_SPLIT_BEHAVIORS = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"}
+
+
+def _flatten_pre(pre, where, fieldname="pre_tokenizer") -> list[tuple]:
+    """pre_tokenizer JSON -> steps ("bytelevel", use_regex) / ("split", pattern, behavior) / ("digits", individual)."""
+    if pre is None:
+        return []
+    t = _type(pre, where, fieldname)
+    if t == "Sequence":
+        steps = []
+        items = pre.get("pretokenizers")
+        if not isinstance(items, list):
+            raise TokenizerFileError(f"{where}: {fieldname}.pretokenizers must be a list")
+        for i, p in enumerate(items):
+            steps += _flatten_pre(p, where, f"{fieldname}.pretokenizers[{i}]")
+        return steps
+    if t == "ByteLevel":
+        if pre.get("add_prefix_space", False):
+            raise UnsupportedTokenizerError(where, f"{fieldname}.add_prefix_space", pre.get("add_prefix_space"),
+                                            "ByteLevel with add_prefix_space")
+        return [("bytelevel", bool(pre.get("use_regex", True)))]
+    if t == "Split":
+        pat = pre.get("pattern")
+        if not isinstance(pat, dict) or len(pat) != 1 or not isinstance(next(iter(pat.values())), str):
+            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat)
+        (ptype, ptext), = pat.items()
+        if ptype == "String":
+            import regex
+
+            ptext = regex.escape(ptext)
+        elif ptype != "Regex":
+            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat)
+        if pre.get("invert", False):
+            raise UnsupportedTokenizerError(where, f"{fieldname}.invert", pre.get("invert"))
+        behavior = pre.get("behavior", "Isolated")
+        if behavior not in _SPLIT_BEHAVIORS:
+            raise UnsupportedTokenizerError(where, f"{fieldname}.behavior", behavior)
+        return [("split", ptext, behavior)]
+    if t == "Digits":
+        return [("digits", bool(pre.get("individual_digits", False)))]
+    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t,
+                                    "supported: ByteLevel, Split, Digits, Sequence")
+
+
+def _flatten(obj, where, fieldname, listkey) -> list[dict]:
+    if obj is None:
+        return []
+    t = _type(obj, where, fieldname)
+    if t == "Sequence":
+        items = obj.get(listkey)
+        if not isinstance(items, list):
+            raise TokenizerFileError(f"{where}: {fieldname}.{listkey} must be a list")
+        out = []
+        for i, x in enumerate(items):
+            out += [(f"{fieldname}.{listkey}[{i}]" if f == fieldname else f, d)
+                    for f, d in _flatten(x, where, f"{fieldname}.{listkey}[{i}]", listkey)]
+        return out
+    return [(fieldname, obj)]
+
+
+def _normalizers(norm, where) -> tuple:
+    steps = []
+    for fname, n in _flatten(norm, where, "normalizer", "normalizers"):
+        t = n.get("type")
+        if t == "NFC":
+            steps.append(("nfc",))
+        elif t == "Prepend":
+            s = n.get("prepend")
+            if not isinstance(s, str):
+                raise TokenizerFileError(f"{where}: {fname}.prepend must be a string")
+            steps.append(("prepend", s))
+        elif t == "Replace":
+            pat = n.get("pattern")
+            content = n.get("content")
+            if not (isinstance(pat, dict) and set(pat) == {"String"} and isinstance(pat["String"], str)):
+                raise UnsupportedTokenizerError(where, f"{fname}.pattern", pat, "only String patterns")
+            if not isinstance(content, str) or not pat["String"]:
+                raise TokenizerFileError(f"{where}: {fname} needs a non-empty pattern and a string content")
+            steps.append(("replace", pat["String"], content))
+        else:
+            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
+                                            "supported normalizers: NFC, Prepend, Replace, Sequence")
+    return tuple(steps)
+
+
+def _decoders(dec, where, byte_level: bool) -> tuple | None:
+    if dec is None:
+        return (("join_space",),)
+    steps = []
+    for fname, d in _flatten(dec, where, "decoder", "decoders"):
+        t = d.get("type")
+        if t == "ByteLevel":
+            steps.append(("bytelevel",))
+        elif t == "Replace":
+            pat = d.get("pattern")
+            if not (isinstance(pat, dict) and set(pat) == {"String"} and isinstance(pat["String"], str)):
+                raise UnsupportedTokenizerError(where, f"{fname}.pattern", pat, "only String patterns")
+            steps.append(("replace", pat["String"], d.get("content", "")))
+        elif t == "ByteFallback":
+            steps.append(("bytefallback",))
+        elif t == "Fuse":
+            steps.append(("fuse",))
+        elif t == "Strip":
+            steps.append(("strip", d.get("content", " "), int(d.get("start", 0)), int(d.get("stop", 0))))
+        else:
+            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
+                                            "supported decoders: ByteLevel, Replace, ByteFallback, Fuse, Strip, Sequence")
+    if byte_level and steps == [("bytelevel",)]:
+        return None  # the kernels' byte gather
+    return tuple(steps)
+
+
+def _post_processor(post, where, added_by_content: dict[str, int], vocab_ids: dict[str, int]) -> tuple[tuple, tuple]:
+    prefix: list[int] = []
+    suffix: list[int] = []
+    seen_template = False
+    for fname, p in _flatten(post, where, "post_processor", "processors"):
+        t = p.get("type")
+        if t == "ByteLevel":
+            continue  # offsets only
+        if t != "TemplateProcessing":
+            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
+                                            "supported post-processors: ByteLevel, TemplateProcessing, Sequence")
+        if seen_template:
+            raise UnsupportedTokenizerError(where, fname, "a second TemplateProcessing")
+        seen_template = True
+        specials = p.get("special_tokens") or {}
+        single = p.get("single")
+        if not isinstance(single, list):
+            raise TokenizerFileError(f"{where}: {fname}.single must be a list")
+        before = True
+        for item in single:
+            if not isinstance(item, dict) or len(item) != 1:
+                raise TokenizerFileError(f"{where}: {fname}.single has a malformed item {item!r}")
+            (k, v), = item.items()
+            if k == "Sequence":
+                if v.get("id") != "A":
+                    raise UnsupportedTokenizerError(where, f"{fname}.single", single, "single uses sequence B")
+                before = False
+            elif k == "SpecialToken":
+                name = v.get("id")
+                sp = specials.get(name)
+                if sp is None or not isinstance(sp.get("ids"), list):
+                    raise TokenizerFileError(f"{where}: {fname}.single uses {name!r}, not in special_tokens")
+                (prefix if before else suffix).extend(int(i) for i in sp["ids"])
+            else:
+                raise TokenizerFileError(f"{where}: {fname}.single has a malformed item {item!r}")
+    return tuple(prefix), tuple(suffix)
+
+
+def _added_token(d, where, fname) -> AddedToken:
+    if not isinstance(d, dict) or not isinstance(d.get("content"), str) or not isinstance(d.get("id"), int):
+        raise TokenizerFileError(f"{where}: {fname} needs an integer id and a string content, got {d!r}")
+    for flag in ("single_word", "lstrip", "rstrip"):
+        if d.get(flag, False):
+            raise UnsupportedTokenizerError(where, f"{fname}.{flag}", d.get(flag),
+                                            f"added token {d['content']!r} (id {d['id']})")
+    if not d["content"]:
+        raise TokenizerFileError(f"{where}: {fname} has an empty content")
+    return AddedToken(d["content"], d["id"], special=bool(d.get("special", False)),
+                      normalized=bool(d.get("normalized", False)))
+
+
+def _merge_pairs(merges, where) -> list[tuple[str, str]]:
+    if merges and len({isinstance(m, str) for m in merges}) > 1:
+        raise TokenizerFileError(f"{where}: model.merges mixes \"a b\" strings and [\"a\", \"b\"] pairs "
+                                 "(tokenizers rejects such a file)")
+    out = []
+    for r, m in enumerate(merges):
+        if isinstance(m, str):
+            parts = m.split(" ")
+            if len(parts) != 2:
+                raise TokenizerFileError(f"{where}: merge {r} {m!r} is not two tokens separated by one space")
+            out.append((parts[0], parts[1]))
+        elif isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m):
+            out.append((m[0], m[1]))
+        else:
+            raise TokenizerFileError(f"{where}: merge {r} {m!r} is neither \"a b\" nor [\"a\", \"b\"]")
+    return out
+
+
+def _check_merges(pairs: list[tuple[str, str]], vocab_str: dict[str, int], where) -> list[tuple[str, str]]:
+    """Every merge's parts and result must be tokens; a repeated merge keeps its LAST rank (HF)."""
+    for r, (a, b) in enumerate(pairs):
+        for part, what in ((a, "left part"), (b, "right part"), (a + b, "result")):
+            if part not in vocab_str:
+                raise TokenizerFileError(
+                    f"{where}: merge {r} ({a!r} {b!r}): its {what} {part!r} is not in the vocabulary")
+    last: dict[tuple[str, str], int] = {}
+    for r, p in enumerate(pairs):
+        last[p] = r
+    if len(last) == len(pairs):
+        return pairs
+    return [p for r, p in enumerate(pairs) if last[p] == r]
+
+
+class _AddedVocab:
+    """tokenizers' AddedVocabulary id assignment, which IGNORES the ids written in the file: a token
+    whose content is a vocabulary token gets that id; an already added content keeps its id; a new
+    one gets max(added ids) + 1 when that maximum already reaches the model's vocabulary size, else
+    the vocabulary size. (Checked: drop one added token from Qwen2.5's file and every later one
+    shifts down by one in `tokenizers`.)"""
+
+    def __init__(self, vocab_str: dict[str, int]):
+        self.vocab = vocab_str
+        self.size = len(vocab_str)
+        self.ids: dict[str, int] = {}
+        self.max_id: int | None = None
+
+    def add(self, content: str) -> int:
+        i = self.ids.get(content)
+        if i is None:
+            i = self.vocab.get(content)
+        if i is None:
+            if self.max_id is None:
+                i = self.size
+            else:
+                i = self.max_id + 1 if (self.max_id >= self.size or self.size == 0) else self.size
+        self.ids[content] = i
+        self.max_id = i if self.max_id is None else max(self.max_id, i)
+        return i
+
+
+def _assign_ids(tokens: list[AddedToken], av: _AddedVocab, where: str, declared_in: str) -> list[AddedToken]:
+    out: dict[str, AddedToken] = {}
+    for t in tokens:
+        new_id = av.add(t.content)
+        if new_id != t.id:
+            warnings.warn(f"{where}: added token {t.content!r} is declared with id {t.id} {declared_in} but lands "
+                          f"on id {new_id} (tokenizers assigns added-token ids in order); using {new_id}",
+                          TokenizerConfigWarning, stacklevel=4)
+        out[t.content] = AddedToken(t.content, new_id, special=t.special, normalized=t.normalized)
+    return list(out.values())
+
+
+def _config_added(config_path, tokens: list[AddedToken], av: _AddedVocab) -> list[AddedToken]:
+    """The tokenizer_config.json added-token merge (see the module docstring)."""
+    where_cfg = os.fspath(config_path)
+    cfg = _load_json(config_path)
+    if not isinstance(cfg, dict):
+        raise TokenizerFileError(f"{where_cfg}: the top level must be an object")
+    decl = cfg.get("added_tokens_decoder")
+    if decl is None:
+        return tokens
+    if not isinstance(decl, dict):
+        raise TokenizerFileError(f"{where_cfg}: added_tokens_decoder must be an object")
+    entries = []
+    for k, v in decl.items():
+        try:
+            i = int(k)
+        except ValueError:
+            raise TokenizerFileError(f"{where_cfg}: added_tokens_decoder key {k!r} is not an id") from None
+        if not isinstance(v, dict):
+            raise TokenizerFileError(f"{where_cfg}: added_tokens_decoder[{k!r}] must be an object")
+        entries.append(_added_token({**v, "id": i}, where_cfg, f"added_tokens_decoder[{k!r}]"))
+    entries.sort(key=lambda t: t.id)
+    have = {t.content: t for t in tokens}
+    new = []
+    for t in entries:
+        h = have.get(t.content)
+        if h is not None:
+            if h.id != t.id:
+                warnings.warn(f"{where_cfg}: added token {t.content!r} is declared with id {t.id} but the "
+                              f"tokenizer.json gives it id {h.id}; using {h.id}", TokenizerConfigWarning, stacklevel=4)
+            continue
+        new.append(t)
+    # missing entries are added in declared-id order, as transformers adds them to the backend
+    return list(tokens) + _assign_ids(new, av, where_cfg, "in added_tokens_decoder")
+
+
+def _scanner_kind(steps: list[tuple]) -> tuple[str | None, str]:
+    """(pattern kind or None, the split pattern text) of byte-level pre-tokenizer steps (ByteLevel last)."""
+    from ..patterns import GPT2_ORIGINAL_PATTERN, kind_of_pattern
+
+    *head, last = steps
+    assert last[0] == "bytelevel"
+    if last[1]:  # ByteLevel(use_regex=true): GPT-2's original regex after the other steps
+        if not head:
+            return "gpt2", GPT2_ORIGINAL_PATTERN
+        if head == [("digits", True)]:
+            return "gpt2_digits", GPT2_ORIGINAL_PATTERN
+        return None, GPT2_ORIGINAL_PATTERN
+    if not head:
+        return "whole", ""
+    if len(head) == 1 and head[0][0] == "split" and head[0][2] == "Isolated":
+        kind = kind_of_pattern(head[0][1])
+        if kind in ("llama3", "qwen2", "tekken", "gpt2"):
+            return kind, head[0][1]
+        return None, head[0][1]
+    return None, " + ".join(s[1] if s[0] == "split" else s[0] for s in head)
+
+
+def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = None, *,
+                 name: str | None = None) -> ModelDescription:
+    """Read a tokenizer.json (and optionally its tokenizer_config.json) into a ModelDescription."""
+    where = os.fspath(path)
+    d = _load_json(path)
+    if not isinstance(d, dict):
+        raise TokenizerFileError(f"{where}: the top level must be a JSON object")
+    if name is None:
+        parent = os.path.basename(os.path.dirname(os.path.abspath(where)))
+        name = parent or os.path.splitext(os.path.basename(where))[0]
+    for key in ("truncation", "padding"):
+        if d.get(key) is not None:
+            raise UnsupportedTokenizerError(where, key, d[key], "must be null")
+    model = d.get("model")
+    if not isinstance(model, dict):
+        raise TokenizerFileError(f"{where}: 'model' is missing or not an object")
+    mtype = model.get("type")
+    if mtype is None and "merges" not in model:
+        raise UnsupportedTokenizerError(where, "model.type", None, "no type and no merges")
+    if mtype not in (None, "BPE"):
+        raise UnsupportedTokenizerError(where, "model.type", mtype, "only BPE models")
+    dropout = model.get("dropout")
+    if dropout not in (None, 0, 0.0):
+        raise UnsupportedTokenizerError(where, "model.dropout", dropout, "BPE dropout is random")
+    for key in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key) not in (None, ""):
+            raise UnsupportedTokenizerError(where, f"model.{key}", model.get(key))
+    vocab_str = model.get("vocab")
+    if not isinstance(vocab_str, dict) or not all(isinstance(v, int) for v in vocab_str.values()):
+        raise TokenizerFileError(f"{where}: model.vocab must be an object of token -> integer id")
+    merges_raw = model.get("merges", [])
+    if not isinstance(merges_raw, list):
+        raise TokenizerFileError(f"{where}: model.merges must be a list")
+    pairs = _check_merges(_merge_pairs(merges_raw, where), vocab_str, where)
+
+    steps = _flatten_pre(d.get("pre_tokenizer"), where)
+    byte_level = any(s[0] == "bytelevel" for s in steps)
+    if byte_level and steps[-1][0] != "bytelevel":
+        raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"),
+                                        "ByteLevel must be the last pre-tokenizer step")
+    if sum(s[0] == "bytelevel" for s in steps) > 1:
+        raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"), "two ByteLevel steps")
+
+    # vocabulary -> bytes
+    if byte_level:
+        vocab: dict[bytes, int] = {}
+        for s, i in vocab_str.items():
+            b = beta_decode(s)
+            if b is None or not b:
+                raise TokenizerFileError(f"{where}: vocabulary token {s!r} (id {i}) is not in GPT-2's byte alphabet")
+            vocab[b] = i
+        merges = [(beta_decode(a), beta_decode(b)) for a, b in pairs]
+    else:
+        vocab = {s.encode("utf-8"): i for s, i in vocab_str.items() if s}
+        if len(vocab) != len(vocab_str):
+            raise TokenizerFileError(f"{where}: the vocabulary has an empty token")
+        merges = [(a.encode("utf-8"), b.encode("utf-8")) for a, b in pairs]
+    if len(set(vocab.values())) != len(vocab):
+        raise TokenizerFileError(f"{where}: two vocabulary tokens share an id")
+
+    # added tokens
+    at = d.get("added_tokens", [])
+    if not isinstance(at, list):
+        raise TokenizerFileError(f"{where}: added_tokens must be a list")
+    added = [_added_token(x, where, f"added_tokens[{i}]") for i, x in enumerate(at)]
+    av = _AddedVocab(vocab_str)
+    added = _assign_ids(added, av, where, "in the file")
+    if config is not None:
+        added = _config_added(config, added, av)
+    id_to_str = {i: s for s, i in vocab_str.items()}
+    for t in added:
+        if t.id in id_to_str and id_to_str[t.id] != t.content:
+            raise TokenizerFileError(f"{where}: added token {t.content!r} has id {t.id}, which is vocabulary "
+                                     f"token {id_to_str[t.id]!r}")
+    normalizers = _normalizers(d.get("normalizer"), where)
+    if normalizers and any(t.normalized for t in added):
+        raise UnsupportedTokenizerError(where, "added_tokens[].normalized", True,
+                                        "normalized added tokens with a normalizer")
+    # (without a normalizer, normalized=true matches the same text; HF's two passes then only differ
+    # when a normalized and a non-normalized token overlap)
+    if len({t.normalized for t in added}) > 1:
+        raise UnsupportedTokenizerError(where, "added_tokens[].normalized", "mixed true and false")
+
+    # pre-tokenizer -> scanner kind or Python steps
+    pre_steps = None
+    if byte_level:
+        kind, pattern = _scanner_kind(steps)
+        if kind is None:
+            pre_steps = tuple(("gpt2",) if s == ("bytelevel", True) else s for s in steps if s != ("bytelevel", False))
+    else:
+        if model.get("ignore_merges", False):
+            raise UnsupportedTokenizerError(where, "model.ignore_merges", True, "with a character-level model")
+        kind, pattern = "whole", ""
+        if steps:
+            pre_steps = tuple(steps)
+            pattern = " + ".join(s[1] if s[0] == "split" else s[0] for s in steps)
+    if pre_steps is not None:
+        kind = "whole"
+        warnings.warn(f"{where}: no hand-written scanner for the pre-tokenizer {pattern!r}; it runs in Python "
+                      "with the `regex` module (exact for these steps, slow)", SlowPretokenizerWarning, stacklevel=3)
+
+    # single bytes absent from a byte-level vocabulary
+    missing = bytes(b for b in range(256) if bytes([b]) not in vocab) if byte_level else b""
+
+    # character level: byte fallback, unknown token
+    fallback_ids = None
+    unk_id = -1
+    if not byte_level:
+        unk = model.get("unk_token")
+        if unk is not None:
+            if unk not in vocab_str:
+                raise TokenizerFileError(f"{where}: model.unk_token {unk!r} is not in the vocabulary")
+            unk_id = vocab_str[unk]
+        fallback_ids = np.full(256, -1, dtype=np.int32)
+        if model.get("byte_fallback", False):
+            for b in range(256):
+                i = vocab_str.get(f"<0x{b:02X}>")
+                if i is not None:
+                    fallback_ids[b] = i
+
+    # decode bytes of added tokens (ByteLevel decoder: byte alphabet when every char is in it)
+    added_bytes = None
+    if byte_level:
+        added_bytes = {}
+        for t in added:
+            b = beta_decode(t.content)
+            if b is not None and b != t.content.encode("utf-8"):
+                added_bytes[t.id] = b
+        added_bytes = added_bytes or None
+
+    decoder = _decoders(d.get("decoder"), where, byte_level)
+    token_strings = None
+    if decoder is not None:
+        n = max([*vocab_str.values(), *(t.id for t in added)]) + 1
+        token_strings = [None] * n
+        for s, i in vocab_str.items():
+            token_strings[i] = s
+        for t in added:
+            token_strings[t.id] = t.content
+    prefix_ids, suffix_ids = _post_processor(d.get("post_processor"), where,
+                                             {t.content: t.id for t in added}, vocab_str)
+    known_ids = set(vocab_str.values()) | {t.id for t in added}
+    for i in prefix_ids + suffix_ids:
+        if i not in known_ids:
+            raise TokenizerFileError(f"{where}: post_processor uses id {i}, which is no token")
+
+    pipeline = HFPipeline(
+        normalizers=normalizers,
+        pre_steps=pre_steps,
+        prefix_ids=prefix_ids,
+        suffix_ids=suffix_ids,
+        decoder=decoder,
+        token_strings=token_strings,
+        special_ids=frozenset(t.id for t in added if t.special),
+        missing_bytes=missing,
+        char_level=not byte_level,
+        fallback_ids=fallback_ids,
+        unk_id=unk_id,
+        fuse_unk=bool(model.get("fuse_unk", False)),
+        description={"pre_tokenizer": steps},
+    )
+    return ModelDescription(
+        name=name,
+        vocab=vocab,
+        merges=merges,
+        pattern=pattern,
+        added_tokens=added,
+        ignore_merges=bool(model.get("ignore_merges", False)),
+        pattern_kind=kind,
+        source=where + (f" + {os.fspath(config)}" if config is not None else ""),
+        allow_missing_bytes=bool(missing),
+        char_level=not byte_level,
+        added_bytes=added_bytes,
+        hf=pipeline,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Runtime: what the Encoding calls
+# ------------------------------------------------------------------------------------------------
+
+def _split_behavior(pieces: list[str], compiled, behavior: str) -> list[str]:
+    out: list[str] = []
+    for p in pieces:
+        pos = 0
+        pend = ""  # MergedWithNext: a match waiting for the next piece
+        segs: list[tuple[str, bool]] = []
+        for m in compiled.finditer(p):
+            if m.end() == m.start():
+                continue
+            if m.start() > pos:
+                segs.append((p[pos:m.start()], False))
+            segs.append((m.group(), True))
+            pos = m.end()
+        if pos < len(p):
+            segs.append((p[pos:], False))
+        if behavior == "Isolated":
+            out += [s for s, _ in segs]
+        elif behavior == "Removed":
+            out += [s for s, is_m in segs if not is_m]
+        elif behavior == "MergedWithPrevious":
+            cur: list[str] = []
+            for s, is_m in segs:
+                if is_m and cur:
+                    cur[-1] += s
+                else:
+                    cur.append(s)
+            out += cur
+        elif behavior == "MergedWithNext":
+            cur = []
+            for s, is_m in segs:
+                if pend:
+                    s = pend + s
+                    pend = ""
+                    if is_m:
+                        pend = s
+                        continue
+                    cur.append(s)
+                elif is_m:
+                    pend = s
+                else:
+                    cur.append(s)
+            if pend:
+                cur.append(pend)
+            out += cur
+        elif behavior == "Contiguous":
+            cur = []
+            prev_m = False
+            for s, is_m in segs:
+                if is_m and prev_m:
+                    cur[-1] += s
+                else:
+                    cur.append(s)
+                prev_m = is_m
+            out += cur
+    return out
+
+
+def _is_digit_char(ch: str) -> bool:
+    from ..tables import RUST_NUMERIC_EXTRA
+    from ..unicode import CLS_NUMBER, char_class
+
+    return char_class(ch) == CLS_NUMBER or ord(ch) in RUST_NUMERIC_EXTRA
+
+
+class HFRuntime:
+    """Runs an HFPipeline around the kernels of one Encoding."""
+
+    def __init__(self, enc, pipe: HFPipeline):
+        from ..kernels.scan import PAT_WHOLE
+
+        self.enc = enc
+        self.pipe = pipe
+        T = enc._t
+        self.T = T
+        # PAT_WHOLE variants of the tables: one row = one piece (Python-made pieces), with the model's
+        # ignore_merges, and without it (pieces whose dropped bytes make the whole-piece lookup moot).
+        cfg = T.config
+
+        def variant(kind, ignore):
+            c = np.array([kind, ignore, cfg[2], cfg[3]], dtype=np.int64)
+            c.flags.writeable = False
+            return T._replace(config=c)
+
+        self.T_whole = variant(PAT_WHOLE, cfg[1])
+        self.T_whole_plain = variant(PAT_WHOLE, 0)
+        self.missing = pipe.missing_bytes
+        self.has_norm = bool(pipe.normalizers)
+        # the kernel path is exact for a text when nothing below applies to it
+        self.always_text_path = pipe.char_level or pipe.pre_steps is not None
+        self.prefix = np.array(pipe.prefix_ids, dtype=np.uint32)
+        self.suffix = np.array(pipe.suffix_ids, dtype=np.uint32)
+        self._compiled_steps = None
+        if pipe.pre_steps is not None:
+            import regex
+
+            steps = []
+            for s in pipe.pre_steps:
+                if s[0] == "split":
+                    steps.append(("split", regex.compile(s[1]), s[2]))
+                elif s[0] == "gpt2":
+                    from ..patterns import GPT2_ORIGINAL_PATTERN
+
+                    steps.append(("split", regex.compile(GPT2_ORIGINAL_PATTERN), "Isolated"))
+                else:
+                    steps.append(s)
+            self._compiled_steps = steps
+        self.special_ids = np.array(sorted(pipe.special_ids), dtype=np.int64)
+        # whether some texts need Python around the kernels (else every path is the kernels' own)
+        self.needs_python = self.always_text_path or self.has_norm or bool(self.missing)
+
+    # -------------------------------------------------------------- normalization
+    def normalize(self, s: str) -> str:
+        for step in self.pipe.normalizers:
+            if not s:
+                return s
+            if step[0] == "nfc":
+                s = hf_nfc(s)
+            elif step[0] == "prepend":
+                s = step[1] + s
+            elif step[0] == "replace":
+                s = s.replace(step[1], step[2])
+        return s
+
+    def text_is_plain(self, text: str, data: bytes) -> bool:
+        """Whether the byte-level kernels alone encode `text` exactly (normalization changes nothing
+        in it and it has no byte the vocabulary lacks)."""
+        if self.always_text_path:
+            return False
+        if self.missing and len(data.translate(None, self.missing)) != len(data):
+            return False
+        if self.has_norm:
+            if self.pipe.normalizers == (("nfc",),):
+                # Python-NFC-stable => tokenizers-NFC-stable (hf_nfc splits at Unicode-9 barriers, and the
+                # parts of an NFC string are NFC); quick check in C, immediate for ASCII
+                return unicodedata.is_normalized("NFC", text)
+            n = self.normalize(text)
+            if n is not text and n != text:
+                return False
+        return True
+
+    # -------------------------------------------------------------- encoding
+    def _pretokenize(self, s: str) -> list[str]:
+        pieces = [s]
+        for step in self._compiled_steps:
+            if step[0] == "split":
+                pieces = _split_behavior(pieces, step[1], step[2])
+            elif step[0] == "digits":
+                out = []
+                for p in pieces:
+                    cur = ""
+                    prev_d = False
+                    for ch in p:
+                        d = _is_digit_char(ch)
+                        if cur and (d != prev_d or (d and step[1])):
+                            out.append(cur)
+                            cur = ""
+                        cur += ch
+                        prev_d = d
+                    if cur:
+                        out.append(cur)
+                pieces = out
+        return [p for p in pieces if p]
+
+    def _run_rows(self, rows: list[bytes], T) -> np.ndarray:
+        from ..kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows
+
+        if not rows:
+            return np.empty(0, dtype=np.uint32)
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(rows), dtype=np.uint8)
+        out = np.empty(max(len(data), 1), dtype=np.uint32)
+        counts = np.empty(len(rows), dtype=np.int64)
+        cache, work = self.enc._serial_state()
+        if self.pipe.char_level:
+            encode_chars_rows(data, offsets, T, self.pipe.fallback_ids, self.pipe.unk_id, self.pipe.fuse_unk,
+                              out, counts, work[0])
+        else:
+            encode_rows_plain(data, offsets, T, out, counts, cache, work[0])
+        dst = np.empty(int(counts.sum()), dtype=np.uint32)
+        pack_rows(out, offsets, counts, dst)
+        return dst
+
+    def _segment_ids(self, seg: str) -> list[np.ndarray]:
+        """Ids of one text between added tokens (normalized here)."""
+        seg = self.normalize(seg)
+        if not seg:
+            return []
+        if self.pipe.char_level:
+            if self._compiled_steps is not None:
+                return [self._run_rows([p.encode("utf-8") for p in self._pretokenize(seg)], self.T)]
+            return [self._run_rows([seg.encode("utf-8")], self.T)]
+        data = seg.encode("utf-8")
+        if self._compiled_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
+            buf = np.frombuffer(data, dtype=np.uint8)
+            return [self.enc._encode_buf(buf, self.enc._no_added, False)]
+        # pieces from the Python pretokenizer, or from the scanner when bytes must be dropped
+        if self._compiled_steps is not None:
+            pieces = [p.encode("utf-8") for p in self._pretokenize(seg)]
+        else:
+            from ..kernels.scan import piece_ends
+
+            buf = np.frombuffer(data, dtype=np.uint8)
+            ends = piece_ends(int(self.T.config[0]), buf, 0, len(buf), self.T.stage1, self.T.stage2).tolist()
+            starts = [0] + ends[:-1]
+            pieces = [data[a:b] for a, b in zip(starts, ends)]
+        if not self.missing:
+            return [self._run_rows(pieces, self.T_whole)]
+        out = []
+        clean: list[bytes] = []
+        for p in pieces:
+            q = p.translate(None, self.missing)
+            if len(q) == len(p):
+                clean.append(p)
+                continue
+            if clean:
+                out.append(self._run_rows(clean, self.T_whole))
+                clean = []
+            if self.enc._model.ignore_merges:
+                from ..kernels.hashing import token_id_of_bytes
+
+                t = token_id_of_bytes(self.T, p)
+                if t >= 0:
+                    out.append(np.array([t], dtype=np.uint32))
+                    continue
+            if q:
+                out.append(self._run_rows([q], self.T_whole_plain))
+        if clean:
+            out.append(self._run_rows(clean, self.T_whole))
+        return out
+
+    def encode_text_path(self, data: bytes, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
+        """Added tokens found in the raw text, normalization and encoding segment by segment."""
+        from ..kernels.encode_chars import split_added
+
+        buf = np.frombuffer(data, dtype=np.uint8)
+        parts: list[np.ndarray] = []
+        pos = 0
+        if any_allowed and len(buf):
+            starts, ends, idx = split_added(buf, self.T, amask)
+            added_ids = self.T.added_ids
+            for a, e, t in zip(starts.tolist(), ends.tolist(), idx.tolist()):
+                if a > pos:
+                    parts += self._segment_ids(data[pos:a].decode("utf-8"))
+                parts.append(np.array([added_ids[t]], dtype=np.uint32))
+                pos = e
+        if pos < len(data):
+            parts += self._segment_ids(data[pos:].decode("utf-8"))
+        if not parts:
+            return np.empty(0, dtype=np.uint32)
+        return np.concatenate(parts).astype(np.uint32, copy=False)
+
+    def encode(self, text: str, data: bytes, amask, any_allowed: bool, add_special_tokens: bool) -> np.ndarray:
+        if self.text_is_plain(text, data):
+            ids = self.enc._encode_buf(np.frombuffer(data, dtype=np.uint8), amask, any_allowed)
+        else:
+            ids = self.encode_text_path(data, amask, any_allowed)
+        if add_special_tokens and (len(self.prefix) or len(self.suffix)):
+            ids = np.concatenate((self.prefix, ids, self.suffix))
+        return ids
+
+    def add_template(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows with the post-processor's prefix / suffix ids around each."""
+        if not (len(self.prefix) or len(self.suffix)):
+            return ids, offsets
+        n = len(offsets) - 1
+        o = offsets.tolist()
+        parts = []
+        for r in range(n):
+            parts += [self.prefix, ids[o[r]:o[r + 1]], self.suffix]
+        extra = len(self.prefix) + len(self.suffix)
+        new_offsets = offsets + extra * np.arange(n + 1, dtype=np.int64)
+        flat = np.concatenate(parts).astype(np.uint32, copy=False) if parts else np.empty(0, dtype=np.uint32)
+        return flat, new_offsets - new_offsets[0]
+
+    def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
+                    num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+        """Encoding.encode_rows for pipelines that need Python: rows the kernels encode exactly go
+        through them in parallel, the others one by one through the text path."""
+        enc = self.enc
+        n = len(offsets) - 1
+        raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
+        o = offsets.tolist()
+        texts = [raw[o[r]:o[r + 1]] for r in range(n)]
+        results: list[np.ndarray | None] = [None] * n
+        plain_rows = []
+        for r in range(n):
+            if not valid[r]:
+                results[r] = np.empty(0, dtype=np.uint32)
+                continue
+            b = texts[r]
+            try:
+                t = b.decode("utf-8")
+            except UnicodeDecodeError:  # as encode() of the replaced text
+                t = b.decode("utf-8", "replace")
+                b = texts[r] = t.encode("utf-8")
+            if self.text_is_plain(t, b):
+                plain_rows.append(r)
+            else:
+                results[r] = self.encode_text_path(b, amask, any_allowed)
+        if plain_rows:
+            rows = [texts[r] for r in plain_rows]
+            lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=len(rows))
+            po = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=po[1:])
+            pdata = np.frombuffer(b"".join(rows), dtype=np.uint8)
+            ids, io = enc.encode_rows(pdata, po, num_threads=num_threads, amask=amask, any_allowed=any_allowed,
+                                      _raw=True)
+            io = io.tolist()
+            for k, r in enumerate(plain_rows):
+                results[r] = ids[io[k]:io[k + 1]]
+        lens = np.fromiter((len(x) for x in results), dtype=np.int64, count=n)
+        new_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=new_offsets[1:])
+        flat = np.concatenate(results).astype(np.uint32, copy=False) if n else np.empty(0, dtype=np.uint32)
+        return flat, new_offsets
+
+    def encode_arrow(self, array, *, num_threads, allowed_special, disallowed_special, errors, large_list,
+                     counting: bool):
+        """Arrow columns for pipelines that need Python: rows as Python strings, encoded like `encode`
+        (null rows stay null)."""
+        import pyarrow as pa
+
+        from ..arrow import as_arrow
+
+        arr = as_arrow(array)
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        out_chunks = []
+        for chunk in chunks:
+            rows = chunk.to_pylist()
+            texts = []
+            for r, v in enumerate(rows):
+                if isinstance(v, (bytes, bytearray, memoryview)):
+                    try:
+                        v = bytes(v).decode("utf-8", errors)
+                    except UnicodeDecodeError as e:
+                        raise ValueError(f"row {r}: invalid UTF-8 ({e})") from None
+                texts.append(v)
+            vals = [None if t is None else
+                    self.enc.encode_to_numpy(t, allowed_special=allowed_special, disallowed_special=disallowed_special)
+                    for t in texts]
+            if counting:
+                out_chunks.append(pa.array([None if v is None else len(v) for v in vals], type=pa.int64()))
+            else:
+                total = sum(len(v) for v in vals if v is not None)
+                large = large_list if large_list is not None else total > 2**31 - 1
+                typ = pa.large_list(pa.uint32()) if large else pa.list_(pa.uint32())
+                out_chunks.append(pa.array([None if v is None else v for v in vals], type=typ))
+        if isinstance(arr, pa.ChunkedArray):
+            return pa.chunked_array(out_chunks, type=out_chunks[0].type if out_chunks else
+                                    (pa.int64() if counting else pa.list_(pa.uint32())))
+        return out_chunks[0]
+
+    def decode_arrow(self, list_array):
+        import pyarrow as pa
+
+        from ..arrow import as_arrow
+
+        arr = as_arrow(list_array)
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        out = [pa.array([None if v is None else self.enc.decode(v) for v in c.to_pylist()], type=pa.large_string())
+               for c in chunks]
+        if isinstance(arr, pa.ChunkedArray):
+            return pa.chunked_array(out, type=pa.large_string())
+        return out[0]
+
+    # -------------------------------------------------------------- decoding
+    def filter_special(self, ids: np.ndarray) -> np.ndarray:
+        if not len(self.special_ids) or not len(ids):
+            return ids
+        return ids[~np.isin(ids, self.special_ids)]
+
+    def decode_python(self, ids: np.ndarray) -> str:
+        """The decoder chain over token strings, as `tokenizers` runs it."""
+        strings = self.pipe.token_strings
+        tokens = [strings[i] for i in ids.tolist()]
+        for step in self.pipe.decoder:
+            kind = step[0]
+            if kind == "join_space":
+                tokens = [" ".join(tokens)]
+            elif kind == "replace":
+                tokens = [t.replace(step[1], step[2]) for t in tokens]
+            elif kind == "fuse":
+                tokens = ["".join(tokens)]
+            elif kind == "strip":
+                content, start, stop = step[1], step[2], step[3]
+                new = []
+                for t in tokens:
+                    a = 0
+                    while a < min(start, len(t)) and t[a] == content:
+                        a += 1
+                    z = len(t)
+                    k = 0
+                    while k < stop and z > a and t[z - 1] == content:
+                        z -= 1
+                        k += 1
+                    new.append(t[a:z])
+                tokens = new
+            elif kind == "bytefallback":
+                new = []
+                run = bytearray()
+                for t in tokens:
+                    if len(t) == 6 and _BYTE_TOKEN_RE.fullmatch(t) is not None:
+                        run.append(int(t[3:5], 16))
+                        continue
+                    if run:
+                        new.append(_bytes_run(run))
+                        run = bytearray()
+                    new.append(t)
+                if run:
+                    new.append(_bytes_run(run))
+                tokens = new
+            elif kind == "bytelevel":
+                raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
+                tokens = [raw.decode("utf-8", "replace")]
+        return "".join(tokens)
+
+
+_BYTE_TOKEN_RE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+
+
+def _bytes_run(run: bytearray) -> str:
+    try:
+        return run.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd" * len(run)  # tokenizers' ByteFallback: one U+FFFD per byte of an invalid run
