@@ -307,7 +307,6 @@ def write(tmp_path, d, name="tokenizer.json") -> str:
     return str(p)
 
 
-@pytest.mark.xfail(reason="known gap: the hand-built tiny tokenizer.json is not accepted by HF tokenizers (merge format)", strict=False)
 def test_tiny_matches_hf(tmp_path):
     path = write(tmp_path, tiny())
     enc = tltok_jit.from_file(path)
@@ -447,7 +446,6 @@ def test_config_adds_missing_tokens_in_declared_order(tmp_path):
     assert enc.encode(text, allowed_special="all") == hf.encode(text).ids
 
 
-@pytest.mark.xfail(reason="known gap: a config-declared added token whose id collides lands one id off", strict=False)
 def test_config_warns_when_an_id_lands_elsewhere(tmp_path):
     # a hole in the file's added tokens: tokenizers ignores the written ids and assigns them in order,
     # so every later token shifts down by one, and the config's token lands at the end
