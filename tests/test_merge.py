@@ -40,9 +40,9 @@ def byte_model(merges: list[tuple[bytes, bytes]]) -> ModelDescription:
 def run_kernel(tables, symbols: list[int], heap: bool) -> list[int]:
     syms = np.array([0, 0, 0] + symbols, dtype=np.uint32)  # a non-zero start offset
     if heap:
-        n = merge_heap(syms, 3, len(symbols), tables.pair_keys, tables.pair_vals)
+        n = merge_heap(syms, 3, len(symbols), tables.pair_slots, tables.rank_ids)
     else:
-        n = merge_linear(syms, 3, len(symbols), tables.pair_keys, tables.pair_vals,
+        n = merge_linear(syms, 3, len(symbols), tables.pair_slots, tables.rank_ids,
                          np.zeros(max(len(symbols), 1), dtype=np.int64))
     return syms[3:3 + n].tolist()
 
@@ -53,7 +53,7 @@ def run_long(tables, symbols: list[int], block: int, overlap: int) -> tuple[list
     widened cut zones."""
     syms = np.array([7, 7, 7] + symbols + [7], dtype=np.uint32)  # non-zero start, something after
     info = np.zeros(5, dtype=np.int64)
-    n = merge_long_blocks(syms, 3, len(symbols), tables.pair_keys, tables.pair_vals, block, overlap, info)
+    n = merge_long_blocks(syms, 3, len(symbols), tables.pair_slots, tables.rank_ids, block, overlap, info)
     assert syms[3 + len(symbols)] == 7
     return syms[3:3 + n].tolist(), info
 
@@ -293,11 +293,11 @@ def test_long_pieces_equal_tiktoken(name, tiktoken_oracle, ours):
         for block, overlap in [(300, 16), (4096, 256)]:
             s = syms.copy()
             info[:] = 0
-            n = merge_long_blocks(s, 0, len(s), T.pair_keys, T.pair_vals, block, overlap, info)
+            n = merge_long_blocks(s, 0, len(s), T.pair_slots, T.rank_ids, block, overlap, info)
             assert s[:n].tolist() == want, (label, block, overlap)
         assert info[3] == 0, (label, info)  # the default lengths never need the heap here
         s = np.concatenate([np.zeros(5, np.uint32), syms])
-        n = merge_symbols(s, 5, len(syms), T.pair_keys, T.pair_vals, np.zeros(SMALL_PIECE + 8, np.int64))
+        n = merge_symbols(s, 5, len(syms), T.pair_slots, T.rank_ids, np.zeros(SMALL_PIECE + 8, np.int64))
         assert s[5:5 + n].tolist() == want, label
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .cache import cache_get, cache_put
-from .hashing import hash_bytes, vocab_lookup
+from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
+from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
 from .jit import njit
 from .merge import SMALL_PIECE, merge_symbols
 from .scan import next_piece
@@ -37,15 +37,17 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
     byte_ids = T.byte_ids
     slots = T.vocab_slots
     slot_hash = T.vocab_hash
+    short_vocab = T.short_vocab
     tok_bytes = T.tok_bytes
     tok_offsets = T.tok_offsets
-    pair_keys = T.pair_keys
-    pair_vals = T.pair_vals
+    pair_slots = T.pair_slots
+    rank_ids = T.rank_ids
     c_hashes = cache.hashes[w]
     c_meta = cache.meta[w]
     c_keys = cache.keys[w]
     c_vals = cache.vals[w]
     c_state = cache.state[w]
+    c_short = cache.short[w]
     pos = start
     while pos < end:
         pe = next_piece(kind, buf, pos, end, s1, s2)
@@ -53,6 +55,30 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
         if n == 1:
             out[op] = byte_ids[buf[pos]]
             op += 1
+            pos = pe
+            continue
+        if n <= SHORT:
+            # whole-token lookup first: the hot part of the short table stays in the CPU caches
+            k0, k1 = pack_short(buf, pos, n)
+            h = short_hash(k0, k1, n)
+            t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
+            if t >= 0:
+                out[op] = t
+                op += 1
+                pos = pe
+                continue
+            if use_cache:
+                got = short_get(c_short, k0, k1, n, h, out, op)
+                if got > 0:
+                    op += got
+                    pos = pe
+                    continue
+            for k in range(n):
+                out[op + k] = byte_ids[buf[pos + k]]
+            m = merge_symbols(out, op, n, pair_slots, rank_ids, work)
+            if use_cache and m <= SHORT_IDS:
+                short_put(c_short, k0, k1, n, h, out, op, m)
+            op += m
             pos = pe
             continue
         h = hash_bytes(buf, pos, pe)
@@ -71,7 +97,7 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
                 continue
         for k in range(n):
             out[op + k] = byte_ids[buf[pos + k]]
-        m = merge_symbols(out, op, n, pair_keys, pair_vals, work)
+        m = merge_symbols(out, op, n, pair_slots, rank_ids, work)
         if use_cache:
             cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
         op += m
