@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tltok_jit.kernels.merge import LONG_PIECE, SMALL_PIECE, merge_heap, merge_linear, merge_long_blocks, merge_symbols
+from tltok_jit.kernels.merge import (LONG_PIECE, SMALL_PIECE, merge_heap, merge_heap_in, merge_linear, merge_long_blocks,
+                                     merge_piece, merge_symbols)
 from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import compile_model
@@ -127,6 +128,15 @@ def test_kernels_equal_naive_reference(seed, text):
     want = naive_merge(symbols, pair_dict(model))
     assert run_kernel(_TABLES[seed], symbols, heap=False) == want
     assert run_kernel(_TABLES[seed], symbols, heap=True) == want
+    T = _TABLES[seed]
+    data = np.frombuffer(b"xy" + text.encode(), dtype=np.uint8)  # non-zero byte offset
+    syms = np.zeros(len(text) + 5, dtype=np.uint32)
+    n = merge_piece(data, 2, len(text), syms, 5 - 5, T.byte_ids, T.byte_pairs, T.pair_slots, T.rank_ids,
+                    np.zeros(16384, dtype=np.int64))
+    assert syms[:n].tolist() == want  # the dense byte-pair start (short) and the scratch heap (longer)
+    syms = np.array([0, 0] + symbols, dtype=np.uint32)
+    n = merge_heap_in(syms, 2, len(symbols), T.pair_slots, T.rank_ids, np.zeros(6 * len(symbols) + 1, dtype=np.int64))
+    assert syms[2:2 + n].tolist() == want
 
 
 def test_long_run_heap_equals_linear():

@@ -14,6 +14,7 @@ import numpy as np
 from .kernels.hashing import MAX_PAIR_ID, MAX_PAIR_RANK, SHORT_WORDS, aligned_zeros, build_vocab_table, count_short, fill_short_table, insert_pairs, rank_splits
 from functools import lru_cache
 
+from .kernels.merge import build_byte_pairs
 from .kernels.scan import (
     CLS_DIGIT_EXTRA,
     PAT_CL100K,
@@ -75,6 +76,7 @@ class Tables(NamedTuple):
     pair_slots: np.ndarray  # uint64 (left << 44 | right << 24 | rank), all-ones empty
     rank_ids: np.ndarray  # int32[max rank + 1]: the token a merge of that rank makes
     byte_ids: np.ndarray  # int32[256]: the token of each single byte
+    byte_pairs: np.ndarray  # int64[65536]: merge value (rank << 32 | id) of byte pair x << 8 | y, or max
     stage1: np.ndarray  # uint16 character-class table, stage 1
     stage2: np.ndarray  # uint8 character-class table, stage 2
     trie_root: np.ndarray  # int32[256]: node after the first byte of an added token, or -1
@@ -233,14 +235,15 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
                                  f"{MAX_PAIR_RANK + 1}")
     pair_slots, rank_ids, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
 
+    byte_pairs = build_byte_pairs(byte_ids, pair_slots, rank_ids)
     stage1, stage2, uversion = class_tables_for(model.pattern_kind)
     root, starts, ebyte, echild, token_at = _build_trie(added_contents)
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
     config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), 0],
                       dtype=np.int64)
-    arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, root, starts, ebyte,
+    arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, byte_pairs, root, starts, ebyte,
               echild, token_at, added_ids, config, valid)
     _readonly(*arrays)
-    tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, stage1, stage2,
+    tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, byte_pairs, stage1, stage2,
                     root, starts, ebyte, echild, token_at, added_ids, config)
     return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)

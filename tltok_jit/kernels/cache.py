@@ -23,7 +23,7 @@ SLOTS = 1 << 15
 KEY_ARENA = 1 << 19
 VAL_ARENA = 1 << 18
 MAX_KEY = 128
-SHORT_SLOTS = 1 << 13  # 512 KB per worker
+SHORT_SLOTS = 1 << 16
 SHORT_IDS = 10
 
 

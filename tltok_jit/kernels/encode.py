@@ -14,7 +14,7 @@ from numba import prange
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
 from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
 from .jit import njit
-from .merge import SMALL_PIECE, merge_symbols
+from .merge import merge_piece
 from .scan import next_piece
 
 # Tables.config slots
@@ -35,6 +35,7 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
     s1 = T.stage1
     s2 = T.stage2
     byte_ids = T.byte_ids
+    byte_pairs = T.byte_pairs
     slots = T.vocab_slots
     slot_hash = T.vocab_hash
     short_vocab = T.short_vocab
@@ -73,9 +74,7 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
                     op += got
                     pos = pe
                     continue
-            for k in range(n):
-                out[op + k] = byte_ids[buf[pos + k]]
-            m = merge_symbols(out, op, n, pair_slots, rank_ids, work)
+            m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work)
             if use_cache and m <= SHORT_IDS:
                 short_put(c_short, k0, k1, n, h, out, op, m)
             op += m
@@ -95,9 +94,7 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
                 op += got
                 pos = pe
                 continue
-        for k in range(n):
-            out[op + k] = byte_ids[buf[pos + k]]
-        m = merge_symbols(out, op, n, pair_slots, rank_ids, work)
+        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work)
         if use_cache:
             cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
         op += m

@@ -49,6 +49,12 @@ def merge_linear(syms, start, n, pair_slots, rank_ids, vals):
     """In-place merge by rescanning; `vals` is scratch of length >= n. Returns the new count."""
     for i in range(n - 1):
         vals[i] = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
+    return _linear_loop(syms, start, n, pair_slots, rank_ids, vals)
+
+
+@njit(inline="always")
+def _linear_loop(syms, start, n, pair_slots, rank_ids, vals):
+    """merge_linear once vals[i] holds the packed value of pair (i, i + 1)."""
     while n > 1:
         best = NO_PAIR
         bi = -1
@@ -68,6 +74,36 @@ def merge_linear(syms, start, n, pair_slots, rank_ids, vals):
         if bi < n - 1:
             vals[bi] = _pair(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids)
     return n
+
+
+@njit
+def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank_ids, vals):
+    """Merge the bytes buf[pos:pos+n] into tokens at syms[start:]; returns how many. The first pairs
+    of a short piece come from `byte_pairs` (a dense 256 x 256 table that stays in the CPU caches)."""
+    for k in range(n):
+        syms[start + k] = byte_ids[buf[pos + k]]
+    if n <= 1:
+        return n
+    if n <= SMALL_PIECE:
+        for i in range(n - 1):
+            vals[i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
+        return _linear_loop(syms, start, n, pair_slots, rank_ids, vals)
+    return merge_symbols(syms, start, n, pair_slots, rank_ids, vals)
+
+
+@njit(cache=True)
+def build_byte_pairs(byte_ids, pair_slots, rank_ids):
+    """int64[65536]: the packed pair value of bytes (x, y) at x << 8 | y, NO_PAIR if none."""
+    out = np.full(65536, NO_PAIR, dtype=np.int64)
+    for x in range(256):
+        a = byte_ids[x]
+        if a < 0:
+            continue
+        for y in range(256):
+            b = byte_ids[y]
+            if b >= 0:
+                out[(x << 8) | y] = _pair(a, b, pair_slots, rank_ids)
+    return out
 
 
 @njit
@@ -103,10 +139,16 @@ def _sift_down(heap, size, i):
 @njit
 def merge_heap(syms, start, n, pair_slots, rank_ids):
     """In-place merge with a lazy-deletion heap; O(n log n). Returns the new count."""
-    nxt = np.empty(n, dtype=np.int32)
-    prv = np.empty(n, dtype=np.int32)
-    cur = np.empty(n, dtype=np.int64)  # packed value of the pair starting at each live position
-    heap = np.empty(3 * n + 1, dtype=np.int64)
+    return merge_heap_in(syms, start, n, pair_slots, rank_ids, np.empty(6 * n + 1, dtype=np.int64))
+
+
+@njit
+def merge_heap_in(syms, start, n, pair_slots, rank_ids, work):
+    """merge_heap with its arrays carved from `work` (length >= 6 n + 1): no allocation per piece."""
+    nxt = work[:n]
+    prv = work[n:2 * n]
+    cur = work[2 * n:3 * n]  # packed value of the pair starting at each live position
+    heap = work[3 * n:]
     size = 0
     for i in range(n):
         nxt[i] = i + 1
@@ -556,5 +598,7 @@ def merge_symbols(syms, start, n, pair_slots, rank_ids, vals):
     if n <= SMALL_PIECE:
         return merge_linear(syms, start, n, pair_slots, rank_ids, vals)
     if n < LONG_PIECE:
+        if 6 * n + 1 <= len(vals):
+            return merge_heap_in(syms, start, n, pair_slots, rank_ids, vals)
         return merge_heap(syms, start, n, pair_slots, rank_ids)
     return merge_long(syms, start, n, pair_slots, rank_ids)
