@@ -6,6 +6,7 @@ Everything a kernel indexes is checked here: every id in a table is < n_vocab an
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -102,6 +103,27 @@ def _pow2_at_least(n: int) -> int:
     while c < n:
         c <<= 1
     return c
+
+
+_HUGE = 1 << 21  # a transparent huge page
+
+
+def _on_huge_pages(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` in memory the kernel may back with 2 MB pages (madvise MADV_HUGEPAGE), or `a`
+    itself when it is small or the platform has no such advice. The big hash tables are probed at
+    random: with 4 KB pages nearly every probe also misses the TLB."""
+    if a.nbytes < _HUGE or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return a
+    try:
+        m = mmap.mmap(-1, a.nbytes + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        raw = np.frombuffer(m, dtype=np.uint8)
+        off = (-raw.ctypes.data) % _HUGE
+        m.madvise(mmap.MADV_HUGEPAGE, off, len(m) - off)
+    except (OSError, ValueError, AttributeError):
+        return a
+    out = raw[off:off + a.nbytes].view(a.dtype)
+    out[:] = a
+    return out
 
 
 def _readonly(*arrays: np.ndarray) -> None:
@@ -241,6 +263,8 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
     config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), 0],
                       dtype=np.int64)
+    slots, slot_hash, short_vocab, pair_slots, rank_ids = (
+        _on_huge_pages(a) for a in (slots, slot_hash, short_vocab, pair_slots, rank_ids))
     arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, byte_pairs, root, starts, ebyte,
               echild, token_at, added_ids, config, valid)
     _readonly(*arrays)

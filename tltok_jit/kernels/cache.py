@@ -25,6 +25,7 @@ VAL_ARENA = 1 << 18
 MAX_KEY = 128
 SHORT_SLOTS = 1 << 16
 SHORT_IDS = 10
+PAIR_MEMO = 1 << 14  # 256 KB per worker
 
 
 class PieceCache(NamedTuple):
@@ -34,6 +35,7 @@ class PieceCache(NamedTuple):
     vals: np.ndarray  # uint32[W, VAL_ARENA]
     state: np.ndarray  # int64[W, 4]: entries, key bytes used, values used, clears
     short: np.ndarray  # uint64[W, 8 * SHORT_SLOTS]: k0, k1, n << 32 | count, 5 words of 2 ids
+    pairs: np.ndarray  # uint64[W, 2 * PAIR_MEMO]: recent merge-table answers, key (all ones = empty), value
 
 
 def new_cache(workers: int) -> PieceCache:
@@ -44,6 +46,7 @@ def new_cache(workers: int) -> PieceCache:
         np.zeros((workers, VAL_ARENA), dtype=np.uint32),
         np.zeros((workers, 4), dtype=np.int64),
         aligned_zeros(workers * 8 * SHORT_SLOTS, np.uint64).reshape(workers, 8 * SHORT_SLOTS),
+        np.full((workers, 2 * PAIR_MEMO), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64),
     )
 
 

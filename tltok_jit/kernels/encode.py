@@ -49,6 +49,7 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
     c_vals = cache.vals[w]
     c_state = cache.state[w]
     c_short = cache.short[w]
+    c_pairs = cache.pairs[w]
     pos = start
     while pos < end:
         pe = next_piece(kind, buf, pos, end, s1, s2)
@@ -74,7 +75,7 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
                     op += got
                     pos = pe
                     continue
-            m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work)
+            m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
             if use_cache and m <= SHORT_IDS:
                 short_put(c_short, k0, k1, n, h, out, op, m)
             op += m
@@ -94,7 +95,7 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
                 op += got
                 pos = pe
                 continue
-        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work)
+        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
         if use_cache:
             cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
         op += m

@@ -49,11 +49,27 @@ def merge_linear(syms, start, n, pair_slots, rank_ids, vals):
     """In-place merge by rescanning; `vals` is scratch of length >= n. Returns the new count."""
     for i in range(n - 1):
         vals[i] = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
-    return _linear_loop(syms, start, n, pair_slots, rank_ids, vals)
+    return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, np.empty(0, dtype=np.uint64))
 
 
 @njit(inline="always")
-def _linear_loop(syms, start, n, pair_slots, rank_ids, vals):
+def _pair_memo(a, b, pair_slots, rank_ids, memo):
+    """_pair through a small direct-mapped memo (one worker's; empty: use the table). The merge table
+    is several MB and most of its probes miss the CPU caches, while a text's merges repeat few pairs."""
+    if len(memo) == 0:
+        return _pair(a, b, pair_slots, rank_ids)
+    key = (np.uint64(a) << np.uint64(32)) | np.uint64(b)
+    s = 2 * (np.int64((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(50)) & ((len(memo) >> 1) - 1))
+    if memo[s] == key:
+        return np.int64(memo[s + 1])
+    v = _pair(a, b, pair_slots, rank_ids)
+    memo[s] = key
+    memo[s + 1] = np.uint64(v)
+    return v
+
+
+@njit(inline="always")
+def _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo):
     """merge_linear once vals[i] holds the packed value of pair (i, i + 1)."""
     while n > 1:
         best = NO_PAIR
@@ -70,16 +86,17 @@ def _linear_loop(syms, start, n, pair_slots, rank_ids, vals):
             vals[i] = vals[i + 1]
         n -= 1
         if bi > 0:
-            vals[bi - 1] = _pair(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids)
+            vals[bi - 1] = _pair_memo(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids, memo)
         if bi < n - 1:
-            vals[bi] = _pair(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids)
+            vals[bi] = _pair_memo(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids, memo)
     return n
 
 
 @njit
-def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank_ids, vals):
+def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank_ids, vals, memo):
     """Merge the bytes buf[pos:pos+n] into tokens at syms[start:]; returns how many. The first pairs
-    of a short piece come from `byte_pairs` (a dense 256 x 256 table that stays in the CPU caches)."""
+    of a short piece come from `byte_pairs` (a dense 256 x 256 table that stays in the CPU caches), the
+    later ones through `memo` (see _pair_memo)."""
     for k in range(n):
         syms[start + k] = byte_ids[buf[pos + k]]
     if n <= 1:
@@ -87,7 +104,7 @@ def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank
     if n <= SMALL_PIECE:
         for i in range(n - 1):
             vals[i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
-        return _linear_loop(syms, start, n, pair_slots, rank_ids, vals)
+        return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo)
     return merge_symbols(syms, start, n, pair_slots, rank_ids, vals)
 
 
