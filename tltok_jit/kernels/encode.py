@@ -23,12 +23,29 @@ CFG_IGNORE_MERGES = 1
 CFG_USE_CACHE = 2
 
 
+SPAN_BATCH = 256  # rows per encode_ordinary_spans call in the row kernels
+
+
 @njit
 def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
-    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position.
+    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position."""
+    spans = np.empty(3, dtype=np.int64)
+    spans[0] = start
+    spans[1] = end
+    spans[2] = op
+    encode_ordinary_spans(buf, spans, 1, T, out, cache, w, work)
+    return op + spans[2]
 
-    The piece loop is written out here on purpose: numba passes a tuple argument as all of its
-    fields, so a per-piece call taking `T` costs more than the piece itself."""
+
+@njit
+def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
+    """Encode the texts buf[spans[3k]:spans[3k+1]], k < n_spans (no added tokens), each one's ids at
+    out[spans[3k+2]:]; spans[3k+2] becomes how many were written.
+
+    Many texts per call because the call itself costs: numba updates the reference count of every
+    array it unpacks from `T` and `cache` (atomically), about as much as encoding a short string. The
+    piece loop is written out here for the same reason: a per-piece call taking `T` would cost more
+    than the piece."""
     kind = T.config[CFG_PATTERN]
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
@@ -50,57 +67,62 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
     c_state = cache.state[w]
     c_short = cache.short[w]
     c_pairs = cache.pairs[w]
-    pos = start
-    while pos < end:
-        pe = next_piece(kind, buf, pos, end, s1, s2)
-        n = pe - pos
-        if n == 1:
-            out[op] = byte_ids[buf[pos]]
-            op += 1
-            pos = pe
-            continue
-        if n <= SHORT:
-            # whole-token lookup first: the hot part of the short table stays in the CPU caches
-            k0, k1 = pack_short(buf, pos, n)
-            h = short_hash(k0, k1, n)
-            t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
-            if t >= 0:
-                out[op] = t
+    for j in range(n_spans):
+        pos = spans[3 * j]
+        end = spans[3 * j + 1]
+        op0 = spans[3 * j + 2]
+        op = op0
+        while pos < end:
+            pe = next_piece(kind, buf, pos, end, s1, s2)
+            n = pe - pos
+            if n == 1:
+                out[op] = byte_ids[buf[pos]]
                 op += 1
                 pos = pe
                 continue
+            if n <= SHORT:
+                # whole-token lookup first: the hot part of the short table stays in the CPU caches
+                k0, k1 = pack_short(buf, pos, n)
+                h = short_hash(k0, k1, n)
+                t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
+                if t >= 0:
+                    out[op] = t
+                    op += 1
+                    pos = pe
+                    continue
+                if use_cache:
+                    got = short_get(c_short, k0, k1, n, h, out, op)
+                    if got > 0:
+                        op += got
+                        pos = pe
+                        continue
+                m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
+                if use_cache and m <= SHORT_IDS:
+                    short_put(c_short, k0, k1, n, h, out, op, m)
+                op += m
+                pos = pe
+                continue
+            h = hash_bytes(buf, pos, pe)
+            if ignore_merges:
+                t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets)
+                if t >= 0:
+                    out[op] = t
+                    op += 1
+                    pos = pe
+                    continue
             if use_cache:
-                got = short_get(c_short, k0, k1, n, h, out, op)
+                got = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
                 if got > 0:
                     op += got
                     pos = pe
                     continue
             m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
-            if use_cache and m <= SHORT_IDS:
-                short_put(c_short, k0, k1, n, h, out, op, m)
+            if use_cache:
+                cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
             op += m
             pos = pe
-            continue
-        h = hash_bytes(buf, pos, pe)
-        if ignore_merges:
-            t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets)
-            if t >= 0:
-                out[op] = t
-                op += 1
-                pos = pe
-                continue
-        if use_cache:
-            got = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
-            if got > 0:
-                op += got
-                pos = pe
-                continue
-        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
-        if use_cache:
-            cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
-        op += m
-        pos = pe
-    return op
+        spans[3 * j + 2] = op - op0
+    return 0
 
 
 @njit
@@ -186,6 +208,29 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
     """Rows r_lo..r_hi on worker w (the body of the parallel loop, kept out of it: parfor analysis of
     a large inlined body costs minutes of compile time)."""
     base = offsets[r0]
+    if not any_allowed:  # rows in batches: one setup per SPAN_BATCH rows
+        spans = np.empty(3 * SPAN_BATCH, dtype=np.int64)
+        rows = np.empty(SPAN_BATCH, dtype=np.int64)
+        ns = 0
+        for r in range(r_lo, r_hi):
+            counts[r - r0] = 0
+            if valid[r] == 0 or offsets[r + 1] == offsets[r]:
+                continue
+            spans[3 * ns] = offsets[r]
+            spans[3 * ns + 1] = offsets[r + 1]
+            spans[3 * ns + 2] = offsets[r] - base
+            rows[ns] = r
+            ns += 1
+            if ns == SPAN_BATCH:
+                encode_ordinary_spans(data, spans, ns, T, out, cache, w, vals)
+                for j in range(ns):
+                    counts[rows[j] - r0] = spans[3 * j + 2]
+                ns = 0
+        if ns > 0:
+            encode_ordinary_spans(data, spans, ns, T, out, cache, w, vals)
+            for j in range(ns):
+                counts[rows[j] - r0] = spans[3 * j + 2]
+        return
     for r in range(r_lo, r_hi):
         if valid[r] == 0:
             counts[r - r0] = 0
