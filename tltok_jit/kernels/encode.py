@@ -15,7 +15,7 @@ from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
 from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
 from .jit import njit
 from .merge import merge_piece
-from .scan import next_piece
+from .scan import np_int, scan_any, scan_pointers
 
 # Tables.config slots
 CFG_PATTERN = 0
@@ -67,13 +67,14 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     c_state = cache.state[w]
     c_short = cache.short[w]
     c_pairs = cache.pairs[w]
+    bp, s1p, s2p, a0 = scan_pointers(buf, s1, s2)  # the scanners read raw pointers (see scan.data_ptr)
     for j in range(n_spans):
         pos = spans[3 * j]
         end = spans[3 * j + 1]
         op0 = spans[3 * j + 2]
         op = op0
         while pos < end:
-            pe = next_piece(kind, buf, pos, end, s1, s2)
+            pe = scan_any(kind, bp, np_int(pos), np_int(end), s1p, s2p, a0)
             n = pe - pos
             if n == 1:
                 out[op] = byte_ids[buf[pos]]
