@@ -9,7 +9,7 @@ the result is the same for any thread count.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
+from numba import prange, uint64
 
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
 from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
@@ -81,45 +81,35 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 op += 1
                 pos = pe
                 continue
-            if n <= SHORT:
-                # whole-token lookup first: the hot part of the short table stays in the CPU caches
+            # whole-token lookup first (tiktoken's rule); tokens of <= SHORT bytes have a table whose
+            # hot part stays in the CPU caches, and their own small piece cache
+            short = n <= SHORT
+            if short:
                 k0, k1 = pack_short(buf, pos, n)
                 h = short_hash(k0, k1, n)
                 t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
-                if t >= 0:
-                    out[op] = t
-                    op += 1
-                    pos = pe
-                    continue
-                if use_cache:
-                    got = short_get(c_short, k0, k1, n, h, out, op)
-                    if got > 0:
-                        op += got
-                        pos = pe
-                        continue
-                m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
-                if use_cache and m <= SHORT_IDS:
-                    short_put(c_short, k0, k1, n, h, out, op, m)
-                op += m
+            else:
+                k0 = k1 = uint64(0)
+                h = hash_bytes(buf, pos, pe)
+                t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets) if ignore_merges else -1
+            if t >= 0:
+                out[op] = t
+                op += 1
                 pos = pe
                 continue
-            h = hash_bytes(buf, pos, pe)
-            if ignore_merges:
-                t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets)
-                if t >= 0:
-                    out[op] = t
-                    op += 1
-                    pos = pe
-                    continue
+            m = 0
             if use_cache:
-                got = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
-                if got > 0:
-                    op += got
-                    pos = pe
-                    continue
-            m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
-            if use_cache:
-                cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
+                if short:
+                    m = short_get(c_short, k0, k1, n, h, out, op)
+                else:
+                    m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
+            if m == 0:
+                m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
+                if use_cache:
+                    if not short:
+                        cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
+                    elif m <= SHORT_IDS:
+                        short_put(c_short, k0, k1, n, h, out, op, m)
             op += m
             pos = pe
         spans[3 * j + 2] = op - op0
