@@ -13,7 +13,7 @@ from numba import prange, uint64
 
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
 from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
-from .jit import njit
+from .jit import borrow, njit
 from .merge import merge_piece
 from .scan import np_int, scan_any, scan_pointers
 
@@ -49,24 +49,28 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     kind = T.config[CFG_PATTERN]
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
-    s1 = T.stage1
-    s2 = T.stage2
-    byte_ids = T.byte_ids
-    byte_pairs = T.byte_pairs
-    slots = T.vocab_slots
-    slot_hash = T.vocab_hash
-    short_vocab = T.short_vocab
-    tok_bytes = T.tok_bytes
-    tok_offsets = T.tok_offsets
-    pair_slots = T.pair_slots
-    rank_ids = T.rank_ids
-    c_hashes = cache.hashes[w]
-    c_meta = cache.meta[w]
-    c_keys = cache.keys[w]
-    c_vals = cache.vals[w]
-    c_state = cache.state[w]
-    c_short = cache.short[w]
-    c_pairs = cache.pairs[w]
+    # borrowed views (see jit.borrow): the per-piece helper calls then skip reference counting
+    buf = borrow(buf)
+    out = borrow(out)
+    work = borrow(work)
+    s1 = borrow(T.stage1)
+    s2 = borrow(T.stage2)
+    byte_ids = borrow(T.byte_ids)
+    byte_pairs = borrow(T.byte_pairs)
+    slots = borrow(T.vocab_slots)
+    slot_hash = borrow(T.vocab_hash)
+    short_vocab = borrow(T.short_vocab)
+    tok_bytes = borrow(T.tok_bytes)
+    tok_offsets = borrow(T.tok_offsets)
+    pair_slots = borrow(T.pair_slots)
+    rank_ids = borrow(T.rank_ids)
+    c_hashes = borrow(cache.hashes[w])
+    c_meta = borrow(cache.meta[w])
+    c_keys = borrow(cache.keys[w])
+    c_vals = borrow(cache.vals[w])
+    c_state = borrow(cache.state[w])
+    c_short = borrow(cache.short[w])
+    c_pairs = borrow(cache.pairs[w])
     bp, s1p, s2p, a0 = scan_pointers(buf, s1, s2)  # the scanners read raw pointers (see scan.data_ptr)
     for j in range(n_spans):
         pos = spans[3 * j]

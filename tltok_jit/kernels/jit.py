@@ -7,6 +7,8 @@ import os
 import tempfile
 
 import numba
+import numba.core.cgutils
+import numba.extending
 
 
 def _cache_usable() -> bool:
@@ -45,3 +47,25 @@ def njit(*args, **kwargs):
     kwargs.setdefault("nogil", True)
     kwargs.setdefault("boundscheck", False)
     return numba.njit(*args, **kwargs)
+
+
+@numba.extending.intrinsic
+def borrow(typingctx, arr):
+    """The array without its reference count (a null meminfo), for use inside one kernel call only.
+
+    Every call that takes an array updates its reference count atomically on entry and exit; the
+    piece loop calls the merge and cache helpers once per piece with a dozen arrays, which costs as
+    much as merging a short piece. A borrowed view makes those updates no-ops. The caller must keep
+    the original array alive while the view is used (it does: the view never leaves the call that
+    made it) and must never return or store the view."""
+    if not isinstance(arr, numba.types.Array):
+        return None
+    sig = arr(arr)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, value=args[0])
+        ary.meminfo = numba.core.cgutils.get_null_value(ary.meminfo.type)
+        ary.parent = numba.core.cgutils.get_null_value(ary.parent.type)
+        return ary._getvalue()
+
+    return sig, codegen
