@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +35,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--modes", default="whole,batch,worst,short",
                     help="comma list of whole,batch,worst,short,memory (memory is opt-in: 100 MB inputs)")
     ap.add_argument("--corpora", help="comma list of english,code,chinese (default all; --quick: english)")
+    ap.add_argument("--max-bytes", type=int, default=None,
+                    help="cut each corpus (whole and batch modes) to a line-aligned prefix of at most this many "
+                         "bytes of UTF-8 (default: the whole corpus; --quick: 200,000)")
     ap.add_argument("--libs", default=",".join(adapters.LIBRARIES), help="comma list of libraries")
     ap.add_argument("--threads", default="1,2", help="thread counts for batch modes (default 1,2)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N fresh processes per measurement")
@@ -54,6 +57,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if unknown:
         ap.error(f"unknown libraries {sorted(unknown)}; known: {', '.join(adapters.ADAPTERS)}")
     a.threads = [int(t) for t in a.threads.split(",")]
+    if a.max_bytes is not None and a.max_bytes <= 0:
+        ap.error("--max-bytes must be positive")
     return a
 
 
@@ -107,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     a = parse(argv)
     sizes = prepare.QUICK if a.quick else prepare.FULL
+    if a.max_bytes is not None:
+        sizes = replace(sizes, corpus_bytes=a.max_bytes)
     t_start = time.perf_counter()
     load_start = os.getloadavg()
     print(f"preparing inputs and tiktoken oracles ({'quick' if a.quick else 'full'}) ...", file=sys.stderr)

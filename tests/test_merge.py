@@ -99,6 +99,18 @@ def test_lazy_removal_and_leftmost_ties(kernel, n, expected):
     assert run_any(t, [ord("a")] * n, kernel) == [model.vocab[e] for e in expected]
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_merge_to_id_zero_at_rank_zero(kernel):
+    """A pair's packed value is rank << 32 | merged id, so the first merge producing id 0 packs to 0:
+    a pair like any other, not "no pair" (tokenizer.json ids are arbitrary; 0 can be a merged token)."""
+    vocab = {b"ab": 0, **{bytes([b]): b + 1 for b in range(256)}, b"abc": 257}
+    model = ModelDescription(name="toy-id0", vocab=vocab, merges=[(b"a", b"b"), (b"ab", b"c")],
+                             pattern=R50K_PATTERN, pattern_kind="gpt2", ignore_merges=False)
+    t = compile_model(model).tables
+    symbols = [vocab[bytes([c])] for c in b"abcab"]
+    assert run_any(t, symbols, kernel) == [257, 0]
+
+
 def random_model(seed: int, n_merges: int = 300, alphabet: bytes = b"abcde") -> ModelDescription:
     rng = np.random.default_rng(seed)
     pieces = [bytes([c]) for c in alphabet]
