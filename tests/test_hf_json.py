@@ -9,7 +9,6 @@ ids is `enc.encode(text, allowed_special="all", add_special_tokens=...)` (HF alw
 
 from __future__ import annotations
 
-import copy
 import functools
 import glob
 import json
@@ -29,7 +28,6 @@ from tltok_jit.loaders.hf_json import (
     UnsupportedTokenizerError,
     bytes_to_unicode,
     hf_nfc,
-    read_hf_json,
 )
 from tltok_jit.model import TokenizerFileError
 
@@ -346,8 +344,11 @@ REFUSALS = [
      "normalizer.normalizers[1].type", "Lowercase"),
     ({"normalizer": {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}}, "normalizer.pattern", "Regex"),
     ({"pre_tokenizer": {"type": "Whitespace"}}, "pre_tokenizer.type", "Whitespace"),
-    ({"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}},
-     "pre_tokenizer.type", "Metaspace"),
+    ({"pre_tokenizer": {"type": "Punctuation", "behavior": "Isolated"}}, "pre_tokenizer.type", "Punctuation"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}},
+     "pre_tokenizer", "Metaspace"),
     ({"pre_tokenizer.add_prefix_space": True}, "pre_tokenizer.add_prefix_space", "true"),
     ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Isolated", "invert": True},
@@ -416,6 +417,77 @@ def test_unknown_split_pattern_runs_in_python_with_a_warning(tmp_path):
     assert enc.encode(text, allowed_special="all") == hf.encode(text).ids
     for t in EDGE[:12]:
         assert enc.encode(t, allowed_special="all") == hf.encode(t).ids, repr(t)
+
+
+def char_level(pre, decoder, normalizer=None) -> dict:
+    """A small SentencePiece-style (character-level, byte_fallback) tokenizer.json."""
+    chars = list("abcdehlorwxyz ▁.,!'0123456789日本<>/")
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for c in chars:
+        vocab.setdefault(c, len(vocab))
+    merges = []
+    for a, b in [("▁", "h"), ("e", "l"), ("el", "l"), ("▁h", "ell"), ("▁hell", "o"), ("▁", "w"), ("o", "r"),
+                 ("▁w", "or"), ("l", "d"), ("▁wor", "ld"), ("▁", "▁"), ("日", "本"), ("1", "2")]:
+        vocab.setdefault(a + b, len(vocab))
+        merges.append(f"{a} {b}")
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for c, i in (("<unk>", 0), ("<s>", 1), ("</s>", 2))],
+        "normalizer": normalizer, "pre_tokenizer": pre,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": decoder,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "vocab": vocab, "merges": merges},
+    }
+
+
+SP_DECODER = {"type": "Sequence", "decoders": [
+    {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"},
+    {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+CHAR_LEVEL_CASES = {
+    "metaspace-always": ({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+                         {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}, None),
+    "metaspace-first": ({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True},
+                        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}, None),
+    "metaspace-never-nosplit": ({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": False},
+                                {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never"}, None),
+    "metaspace-legacy": ({"type": "Metaspace", "replacement": "▁", "add_prefix_space": True},
+                         {"type": "Metaspace", "replacement": "▁", "add_prefix_space": True}, None),
+    "prepend-replace": (None, SP_DECODER, {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}),
+    "split-behaviours": ({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithNext", "invert": False},
+        {"type": "Split", "pattern": {"Regex": "[.,!]+"}, "behavior": "MergedWithPrevious", "invert": False},
+        {"type": "Split", "pattern": {"Regex": "[0-9]"}, "behavior": "Contiguous", "invert": False},
+        {"type": "Split", "pattern": {"String": "x"}, "behavior": "Removed", "invert": False},
+        {"type": "Digits", "individual_digits": False}]}, None, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHAR_LEVEL_CASES))
+def test_character_level_pipelines_match_hf(tmp_path, case):
+    pre, dec, norm = CHAR_LEVEL_CASES[case]
+    path = write(tmp_path, char_level(pre, dec, norm))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SlowPretokenizerWarning)
+        enc = tltok_jit.from_file(path)
+    hf = tokenizers.Tokenizer.from_file(path)
+    rnd = random.Random(11)
+    alpha = list("abcdehlorwxyz  ▁..,!'0129日本😀é\n") + ["hello", " world", "<s>", "</s>", "  ", "12", "x."]
+    texts = ["", " ", "hello world", " hello  world ", "<s>hello</s> world", "▁x y"]
+    texts += ["".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 12))) for _ in range(1500)]
+    for t in texts:
+        for add in (False, True):
+            assert enc.encode(t, allowed_special="all", add_special_tokens=add) == hf.encode(t, add_special_tokens=add).ids, repr(t)
+        ids = hf.encode(t).ids
+        for skip in (False, True):
+            assert enc.decode(ids, skip_special_tokens=skip) == hf.decode(ids, skip_special_tokens=skip), (repr(t), ids)
 
 
 # ---------------------------------------------------------------------------------------------- config trap
@@ -500,6 +572,40 @@ def test_onig_classes_are_our_unicode_16_table():
     assert _members(r"\p{L}") == ours({CLS_LU, CLS_LL, CLS_LT, CLS_LM, CLS_LO})
     assert _members(r"\p{N}") == ours({CLS_NUMBER})
     assert _members(r"\p{M}") == ours({CLS_MARK})
+
+
+SCANNER_CONTEXTS = ["a{c}b", " {c}{c}", "x'{c}y", "1{c}2", "{c}  {c}", "A{c}a", "{c}\n ", " {c} ", "'{c}",
+                    "{c}'s", "  {c}", "\u0301{c}", "{c}\u0301a", "{c}1234"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpt2", "gpt2_digits", "llama3", "qwen2", "tekken"])
+def test_scanner_equals_hf_pretokenizer_for_every_code_point(kind):
+    """Each hand-written scanner against the HF pre-tokenizer it replaces (Oniguruma), every code point
+    in 14 contexts, joined by U+3000."""
+    from tltok_jit import patterns as P
+    from tltok_jit.kernels.scan import piece_ends
+    from tltok_jit.tables import PATTERN_KINDS, class_tables_for
+
+    pt = tokenizers.pre_tokenizers
+    if kind == "gpt2":
+        hf = pt.Split(tokenizers.Regex(P.GPT2_ORIGINAL_PATTERN), "isolated")
+    elif kind == "gpt2_digits":
+        hf = pt.Sequence([pt.Digits(individual_digits=True),
+                          pt.Split(tokenizers.Regex(P.GPT2_ORIGINAL_PATTERN), "isolated")])
+    else:
+        pat = {"llama3": P.LLAMA3_PATTERN, "qwen2": P.QWEN2_PATTERN, "tekken": P.TEKKEN_PATTERN}[kind]
+        hf = pt.Split(tokenizers.Regex(pat), "isolated")
+    s1, s2, _ = class_tables_for(kind)
+    for cx in SCANNER_CONTEXTS:
+        text = "\u3000".join(cx.format(c=chr(cp)) for cp in ALL_CPS)
+        data = text.encode("utf-8")
+        ends = piece_ends(PATTERN_KINDS[kind], np.frombuffer(data, dtype=np.uint8), 0, len(data), s1, s2).tolist()
+        ours = [data[a:b].decode("utf-8") for a, b in zip([0] + ends[:-1], ends)]
+        theirs = [p for p, _ in hf.pre_tokenize_str(text)]
+        if ours != theirs:
+            i = _first_diff(ours, theirs)
+            pytest.fail(f"{kind} context {cx!r}: piece {i}: ours {ours[max(0, i - 2):i + 3]!r} HF {theirs[max(0, i - 2):i + 3]!r}")
 
 
 def test_onig_whitespace_spot_checks():

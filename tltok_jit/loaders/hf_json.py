@@ -16,9 +16,10 @@ the JSON field and its value, so a file that loads is a file encoded exactly):
   Character-level models (no ByteLevel step, e.g. Mistral-7B): initial symbols are characters,
   with `byte_fallback` to `<0xNN>` tokens.
 * pre_tokenizer: null, `ByteLevel` (add_prefix_space false), `Split` (Regex/String pattern,
-  invert false), `Digits`, and a `Sequence` of them. Known combinations run on hand-written
-  scanners (GPT-2, SmolLM2, Llama-3, Qwen2, Tekken); any other one runs through a Python
-  pretokenizer built on the `regex` module, with a warning naming the pattern.
+  invert false, any behavior), `Digits`, `Metaspace` (character-level models), and a `Sequence`.
+  Known combinations run on hand-written scanners (GPT-2, SmolLM2, Llama-3, Qwen2, Tekken); any
+  other one runs through a Python pretokenizer built on the `regex` module, with a warning naming
+  the pattern.
 * normalizer: null, `NFC` (Unicode 9.0 as in `tokenizers`, see `hf_nfc`), `Prepend`, `Replace`
   (String pattern), `Sequence`. Normalization is applied between added tokens, as HF does.
 * added_tokens: `special`, `normalized`; `lstrip` / `rstrip` / `single_word` true are refused
@@ -28,7 +29,7 @@ the JSON field and its value, so a file that loads is a file encoded exactly):
 * post_processor: null, `ByteLevel` (adds nothing), `TemplateProcessing` (single sequence),
   `Sequence`; used by `encode(..., add_special_tokens=True)`.
 * decoder: `ByteLevel` (fast byte gather), or a Python chain of `Replace` (String), `ByteFallback`,
-  `Fuse`, `Strip`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF).
+  `Fuse`, `Strip`, `Metaspace`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF).
 * `truncation` / `padding` must be null.
 
 tokenizer_config.json (the "added-token trap"): `added_tokens_decoder` entries missing from the
@@ -172,11 +173,13 @@ class HFPipeline:
     normalizers:  ("nfc",) / ("prepend", s) / ("replace", old, new), applied in order to the text
                   between added tokens (never to the added tokens themselves).
     pre_steps:    Python pretokenizer steps when no scanner implements the pre-tokenizer, else None:
-                  ("split", pattern, behavior) / ("digits", individual) / ("gpt2",).
+                  ("split", pattern, behavior) / ("digits", individual) / ("gpt2",) /
+                  ("metaspace", replacement, prepend_scheme, split).
     prefix_ids / suffix_ids: what `add_special_tokens=True` puts around a single sequence.
     decoder:      None = byte gather (ByteLevel); else the Python decoder chain, steps
                   ("bytelevel",) / ("replace", old, new) / ("bytefallback",) / ("fuse",) /
-                  ("strip", content, start, stop) / ("join_space",).
+                  ("strip", content, start, stop) / ("metaspace", replacement, prepend_scheme) /
+                  ("join_space",).
     token_strings: id -> token string (for Python decoders); None when unused.
     special_ids:  added tokens with special=True (skipped by decode(skip_special_tokens=True)).
     missing_bytes: single bytes absent from a byte-level vocabulary (dropped, as HF does).
@@ -264,8 +267,22 @@ def _flatten_pre(pre, where, fieldname="pre_tokenizer") -> list[tuple]:
         return [("split", ptext, behavior)]
     if t == "Digits":
         return [("digits", bool(pre.get("individual_digits", False)))]
+    if t == "Metaspace":
+        return [("metaspace",) + _metaspace_fields(pre, where, fieldname) + (bool(pre.get("split", True)),)]
     raise UnsupportedTokenizerError(where, f"{fieldname}.type", t,
-                                    "supported: ByteLevel, Split, Digits, Sequence")
+                                    "supported: ByteLevel, Split, Digits, Metaspace, Sequence")
+
+
+def _metaspace_fields(obj, where, fieldname) -> tuple[str, str]:
+    rep = obj.get("replacement", "\u2581")
+    if not isinstance(rep, str) or len(rep) != 1:
+        raise UnsupportedTokenizerError(where, f"{fieldname}.replacement", rep, "one character")
+    scheme = obj.get("prepend_scheme")
+    if scheme is None:  # the older form
+        scheme = "always" if obj.get("add_prefix_space", True) else "never"
+    if scheme not in ("always", "first", "never"):
+        raise UnsupportedTokenizerError(where, f"{fieldname}.prepend_scheme", scheme)
+    return rep, scheme
 
 
 def _flatten(obj, where, fieldname, listkey) -> list[dict]:
@@ -328,15 +345,17 @@ def _decoders(dec, where, byte_level: bool) -> tuple | None:
             steps.append(("fuse",))
         elif t == "Strip":
             steps.append(("strip", d.get("content", " "), int(d.get("start", 0)), int(d.get("stop", 0))))
+        elif t == "Metaspace":
+            steps.append(("metaspace",) + _metaspace_fields(d, where, fname))
         else:
             raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported decoders: ByteLevel, Replace, ByteFallback, Fuse, Strip, Sequence")
+                                            "supported decoders: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence")
     if byte_level and steps == [("bytelevel",)]:
         return None  # the kernels' byte gather
     return tuple(steps)
 
 
-def _post_processor(post, where, added_by_content: dict[str, int], vocab_ids: dict[str, int]) -> tuple[tuple, tuple]:
+def _post_processor(post, where) -> tuple[tuple, tuple]:
     prefix: list[int] = []
     suffix: list[int] = []
     seen_template = False
@@ -553,6 +572,8 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
 
     steps = _flatten_pre(d.get("pre_tokenizer"), where)
     byte_level = any(s[0] == "bytelevel" for s in steps)
+    if byte_level and any(s[0] == "metaspace" for s in steps):
+        raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"), "Metaspace with ByteLevel")
     if byte_level and steps[-1][0] != "bytelevel":
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"),
                                         "ByteLevel must be the last pre-tokenizer step")
@@ -614,6 +635,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
             pattern = " + ".join(s[1] if s[0] == "split" else s[0] for s in steps)
     if pre_steps is not None:
         kind = "whole"
+    if pre_steps is not None and any(s[0] != "metaspace" for s in pre_steps):
         warnings.warn(f"{where}: no hand-written scanner for the pre-tokenizer {pattern!r}; it runs in Python "
                       "with the `regex` module (exact for these steps, slow)", SlowPretokenizerWarning, stacklevel=3)
 
@@ -655,8 +677,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
             token_strings[i] = s
         for t in added:
             token_strings[t.id] = t.content
-    prefix_ids, suffix_ids = _post_processor(d.get("post_processor"), where,
-                                             {t.content: t.id for t in added}, vocab_str)
+    prefix_ids, suffix_ids = _post_processor(d.get("post_processor"), where)
     known_ids = set(vocab_str.values()) | {t.id for t in added}
     for i in prefix_ids + suffix_ids:
         if i not in known_ids:
@@ -697,11 +718,45 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
 # Runtime: what the Encoding calls
 # ------------------------------------------------------------------------------------------------
 
+def _apply_behavior(segs: list[tuple[str, bool]], behavior: str) -> list[str]:
+    """tokenizers' SplitDelimiterBehavior over (text, is_match) pieces, with its exact folds."""
+    if behavior == "Isolated":
+        return [t for t, _ in segs]
+    if behavior == "Removed":
+        return [t for t, m in segs if not m]
+    out: list[str] = []
+    prev = False
+    if behavior == "MergedWithPrevious":  # a match joins the piece before it unless that was a match
+        for t, m in segs:
+            if m and not prev and out:
+                out[-1] += t
+            else:
+                out.append(t)
+            prev = m
+        return out
+    if behavior == "MergedWithNext":  # folded from the right: a match joins the piece after it
+        for t, m in reversed(segs):
+            if m and not prev and out:
+                out[-1] = t + out[-1]
+            else:
+                out.append(t)
+            prev = m
+        return out[::-1]
+    if behavior == "Contiguous":  # consecutive pieces of the same kind are one
+        for t, m in segs:
+            if m == prev and out:
+                out[-1] += t
+            else:
+                out.append(t)
+            prev = m
+        return out
+    raise ValueError(behavior)
+
+
 def _split_behavior(pieces: list[str], compiled, behavior: str) -> list[str]:
     out: list[str] = []
     for p in pieces:
         pos = 0
-        pend = ""  # MergedWithNext: a match waiting for the next piece
         segs: list[tuple[str, bool]] = []
         for m in compiled.finditer(p):
             if m.end() == m.start():
@@ -712,45 +767,35 @@ def _split_behavior(pieces: list[str], compiled, behavior: str) -> list[str]:
             pos = m.end()
         if pos < len(p):
             segs.append((p[pos:], False))
-        if behavior == "Isolated":
-            out += [s for s, _ in segs]
-        elif behavior == "Removed":
-            out += [s for s, is_m in segs if not is_m]
-        elif behavior == "MergedWithPrevious":
-            cur: list[str] = []
-            for s, is_m in segs:
-                if is_m and cur:
-                    cur[-1] += s
-                else:
-                    cur.append(s)
-            out += cur
-        elif behavior == "MergedWithNext":
-            cur = []
-            for s, is_m in segs:
-                if pend:
-                    s = pend + s
-                    pend = ""
-                    if is_m:
-                        pend = s
-                        continue
-                    cur.append(s)
-                elif is_m:
-                    pend = s
-                else:
-                    cur.append(s)
-            if pend:
-                cur.append(pend)
-            out += cur
-        elif behavior == "Contiguous":
-            cur = []
-            prev_m = False
-            for s, is_m in segs:
-                if is_m and prev_m:
-                    cur[-1] += s
-                else:
-                    cur.append(s)
-                prev_m = is_m
-            out += cur
+        out += _apply_behavior(segs, behavior)
+    return out
+
+
+def _metaspace(pieces: list[str], rep: str, scheme: str, split: bool, at_start: bool) -> list[str]:
+    """tokenizers' Metaspace pre-tokenizer: spaces -> `rep`, `rep` prepended unless the piece starts
+    with it (scheme "always"; "first": only the piece at offset 0 of the original text), then split
+    before every `rep` (MergedWithNext)."""
+    out: list[str] = []
+    for k, p in enumerate(pieces):
+        p = p.replace(" ", rep)
+        if not p.startswith(rep) and (scheme == "always" or (scheme == "first" and at_start and k == 0)):
+            p = rep + p
+        if not split:
+            out.append(p)
+            continue
+        segs: list[tuple[str, bool]] = []
+        pos = 0
+        while True:
+            j = p.find(rep, pos)
+            if j < 0:
+                break
+            if j > pos:
+                segs.append((p[pos:j], False))
+            segs.append((rep, True))
+            pos = j + len(rep)
+        if pos < len(p):
+            segs.append((p[pos:], False))
+        out += _apply_behavior(segs, "MergedWithNext")
     return out
 
 
@@ -838,11 +883,13 @@ class HFRuntime:
         return True
 
     # -------------------------------------------------------------- encoding
-    def _pretokenize(self, s: str) -> list[str]:
+    def _pretokenize(self, s: str, at_start: bool = True) -> list[str]:
         pieces = [s]
         for step in self._compiled_steps:
             if step[0] == "split":
                 pieces = _split_behavior(pieces, step[1], step[2])
+            elif step[0] == "metaspace":
+                pieces = _metaspace(pieces, step[1], step[2], step[3], at_start)
             elif step[0] == "digits":
                 out = []
                 for p in pieces:
@@ -881,14 +928,14 @@ class HFRuntime:
         pack_rows(out, offsets, counts, dst)
         return dst
 
-    def _segment_ids(self, seg: str) -> list[np.ndarray]:
-        """Ids of one text between added tokens (normalized here)."""
+    def _segment_ids(self, seg: str, at_start: bool = True) -> list[np.ndarray]:
+        """Ids of one text between added tokens (normalized here); at_start: it begins the text."""
         seg = self.normalize(seg)
         if not seg:
             return []
         if self.pipe.char_level:
             if self._compiled_steps is not None:
-                return [self._run_rows([p.encode("utf-8") for p in self._pretokenize(seg)], self.T)]
+                return [self._run_rows([p.encode("utf-8") for p in self._pretokenize(seg, at_start)], self.T)]
             return [self._run_rows([seg.encode("utf-8")], self.T)]
         data = seg.encode("utf-8")
         if self._compiled_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
@@ -941,11 +988,11 @@ class HFRuntime:
             added_ids = self.T.added_ids
             for a, e, t in zip(starts.tolist(), ends.tolist(), idx.tolist()):
                 if a > pos:
-                    parts += self._segment_ids(data[pos:a].decode("utf-8"))
+                    parts += self._segment_ids(data[pos:a].decode("utf-8"), pos == 0)
                 parts.append(np.array([added_ids[t]], dtype=np.uint32))
                 pos = e
         if pos < len(data):
-            parts += self._segment_ids(data[pos:].decode("utf-8"))
+            parts += self._segment_ids(data[pos:].decode("utf-8"), pos == 0)
         if not parts:
             return np.empty(0, dtype=np.uint32)
         return np.concatenate(parts).astype(np.uint32, copy=False)
@@ -1110,6 +1157,9 @@ class HFRuntime:
                 if run:
                     new.append(_bytes_run(run))
                 tokens = new
+            elif kind == "metaspace":  # tokenizers drops every `rep` of the FIRST token (unless "never")
+                rep, scheme = step[1], step[2]
+                tokens = [t.replace(rep, "" if (i == 0 and scheme != "never") else " ") for i, t in enumerate(tokens)]
             elif kind == "bytelevel":
                 raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
                 tokens = [raw.decode("utf-8", "replace")]
