@@ -123,6 +123,46 @@ def test_udhr_parity(name):
     assert enc.encode_batch(texts[:10], allowed_special="all", add_special_tokens=True) == with_special
 
 
+WHOLE_CORPORA = ["english-war-and-peace.txt", "chinese-sanguo-yanyi.txt", "emoji-test.txt", "udhr"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("corpus", WHOLE_CORPORA)
+def test_whole_corpus_parity(name, corpus):
+    """Each shared corpus entire (udhr: its 106 files joined by newlines), ids and decode."""
+    enc, hf = pair(name)
+    if corpus == "udhr":
+        files = sorted(glob.glob(str(CORPORA / "udhr" / "*.txt")))
+        if not files:
+            pytest.skip(f"shared corpus missing: {CORPORA / 'udhr'}")
+        text = "\n".join(open(f, encoding="utf-8").read() for f in files)
+    else:
+        text = _corpus(corpus)
+    assert_same_ids(enc, hf, text, add_special_tokens=True, label=corpus)
+    assert_same_decode(enc, hf, hf.encode(text).ids, corpus)
+
+
+@pytest.mark.parametrize("name,prefix", [("llama3", []), ("mistral-7b", [1]), ("mistral-nemo", [1]), ("qwen2.5", [])])
+def test_add_special_tokens_prefix(name, prefix):
+    """What add_special_tokens=True puts in front is the post_processor's: the shared Llama-3 file's is
+    `ByteLevel` only (no TemplateProcessing), so tokenizers adds NO <|begin_of_text|> for it, and neither
+    do we; tokenizer_config.json's bos_token does not change that (transformers' PreTrainedTokenizerFast
+    does not add it either)."""
+    enc, hf = pair(name)
+    for text in ["", "Hello", "<s>x", "<|begin_of_text|>x", " a\n"]:
+        ids = hf.encode(text, add_special_tokens=True).ids
+        assert ids[:len(prefix)] == prefix
+        assert enc.encode(text, allowed_special="all", add_special_tokens=True) == ids
+    if name == "llama3":
+        cfg = get_shared_path("tokenizers/llama3/tokenizer_config.json")
+        with_cfg = tltok_jit.from_file(_path(name), config=cfg)
+        assert with_cfg.encode("Hello", add_special_tokens=True) == hf.encode("Hello").ids == [9906]
+    texts = ["a", "", "<|eot_id|> b", "ü" * 50, "<s> </s>"]
+    assert enc.encode_batch(texts, allowed_special="all", add_special_tokens=True) == \
+        [e.ids for e in hf.encode_batch(texts, add_special_tokens=True)]
+
+
 # ---------------------------------------------------------------------------------------------- edge cases
 
 EDGE = [
@@ -200,6 +240,27 @@ def test_decode_arbitrary_ids(name):
             assert enc.decode(ids, skip_special_tokens=skip) == hf.decode(ids, skip_special_tokens=skip), (ids, skip)
 
 
+@pytest.mark.parametrize("name", FILES)
+def test_edge_case_generator(name):
+    """tests/edge_cases.py (every category, surrogate-free strings: tokenizers rejects surrogates), batch
+    and one by one, with and without the template."""
+    from edge_cases import edge_case_strings, has_surrogates
+
+    enc, hf = pair(name)
+    texts = [t for t in edge_case_strings() if not has_surrogates(t)]
+    theirs = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    ours = enc.encode_batch(texts, allowed_special="all", num_threads=2)
+    bad = [t for t, a, b in zip(texts, ours, theirs) if a != b]
+    assert not bad, f"{len(bad)} differ, e.g. {bad[:3]!r}"
+    for t, ids in zip(texts[::5], theirs[::5]):
+        assert enc.encode(t, allowed_special="all") == ids, repr(t)
+    sub = texts[::17]
+    assert enc.encode_batch(sub, allowed_special="all", add_special_tokens=True) == \
+        [e.ids for e in hf.encode_batch(sub, add_special_tokens=True)]
+    for t, ids in zip(texts[::23], theirs[::23]):
+        assert enc.decode(ids) == hf.decode(ids, skip_special_tokens=False), repr(t)
+
+
 def _alphabet():
     chars = list(" \t\n\r  \u3000\u00a0aAzZ09'sStTſ.,!?/-_<>|\u0301\u0308\u0338\u0663\u00e9\u00c9\u01c5\u02b0\u4e00\u65e5"
                  "\U0001F600\u200d\U0001f3fd\u2028\x0b\x04\x00\u0d3b\u1161\u11a8Å\u212b\U00011de0\U00040000")
@@ -219,6 +280,23 @@ def test_random_mixtures(name):
         assert ours == ids, f"{name} {t!r}: ours {ours} HF {ids}"
     for t, ids in zip(texts[:500], theirs):
         assert enc.decode(ids) == hf.decode(ids, skip_special_tokens=False), repr(t)
+
+
+@pytest.mark.parametrize("name", ["qwen2.5", "smollm2", "mistral-7b", "llama3"])
+def test_batch_mixes_kernel_and_python_rows(name):
+    """encode_batch: rows the kernels take as they are (ASCII under NFC, no missing byte) and rows that
+    need the Python path (non-NFC, bytes the vocabulary lacks, added tokens), empty rows, interleaved."""
+    enc, hf = pair(name)
+    rnd = random.Random(name)
+    parts = ["a", "\x04", "é", "e\u0301", "", " ", "<|im_start|>", "\x13", "日本", "Å", "<s>", "12"]
+    docs = ["".join(rnd.choice(parts) for _ in range(rnd.randint(0, 6))) for _ in range(3000)]
+    docs += ["plain ascii row"] * 5 + [""] * 3
+    theirs = [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
+    for threads in (1, 2):
+        assert enc.encode_batch(docs, allowed_special="all", num_threads=threads) == theirs
+    ascii_only = [d for d in docs if d.isascii() and "\x04" not in d and "\x13" not in d]
+    assert enc.encode_batch(ascii_only, allowed_special="all") == \
+        [e.ids for e in hf.encode_batch(ascii_only, add_special_tokens=False)]
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -1060,6 +1060,7 @@ class HFRuntime:
         self.T_whole = variant(PAT_WHOLE, cfg[1])
         self.T_whole_plain = variant(PAT_WHOLE, 0)
         self.missing = pipe.missing_bytes
+        self._missing_lut = None
         self.has_norm = bool(pipe.normalizers)
         # the kernel path is exact for a text when nothing below applies to it
         self.always_text_path = pipe.char_level or pipe.pre_steps is not None
@@ -1251,13 +1252,46 @@ class HFRuntime:
         flat = np.concatenate(parts).astype(np.uint32, copy=False) if parts else np.empty(0, dtype=np.uint32)
         return flat, new_offsets - new_offsets[0]
 
+    def _suspect_rows(self, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
+        """bool per row: whether the row may need the Python path (a non-ASCII byte where NFC is the only
+        normalizer, a byte the vocabulary lacks); None when every row needs the per-row check."""
+        n = len(offsets) - 1
+        if self.always_text_path or (self.has_norm and self.pipe.normalizers != (("nfc",),)):
+            return None
+        a0, a1 = int(offsets[0]), int(offsets[-1])
+        seg = arr[a0:a1]
+        flags = None
+        if self.has_norm:
+            flags = seg >= 0x80  # ASCII is NFC-stable
+        if self.missing:
+            if self._missing_lut is None:
+                lut = np.zeros(256, dtype=bool)
+                lut[np.frombuffer(self.missing, dtype=np.uint8)] = True
+                self._missing_lut = lut
+            m = self._missing_lut[seg]
+            flags = m if flags is None else (flags | m)
+        out = np.zeros(n, dtype=bool)
+        if flags is None or not n:
+            return out
+        nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
+        if len(nonempty):
+            # consecutive rows cover seg contiguously: reduceat over the starts of the non-empty ones
+            out[nonempty] = np.logical_or.reduceat(flags, offsets[:-1][nonempty] - a0)
+        return out
+
     def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
                     num_threads: int) -> tuple[np.ndarray, np.ndarray]:
         """Encoding.encode_rows for pipelines that need Python: rows the kernels encode exactly go
         through them in parallel, the others one by one through the text path."""
         enc = self.enc
         n = len(offsets) - 1
-        raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
+        arr = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+        suspect = self._suspect_rows(arr, offsets)
+        if suspect is not None and not suspect[np.asarray(valid, dtype=bool)].any():
+            # no row can differ from the kernels' result: no Python strings at all
+            return enc.encode_rows(arr, offsets, valid, num_threads=num_threads, amask=amask,
+                                   any_allowed=any_allowed, _raw=True)
+        raw = arr.tobytes()
         o = offsets.tolist()
         texts = [raw[o[r]:o[r + 1]] for r in range(n)]
         results: list[np.ndarray | None] = [None] * n
@@ -1265,6 +1299,9 @@ class HFRuntime:
         for r in range(n):
             if not valid[r]:
                 results[r] = np.empty(0, dtype=np.uint32)
+                continue
+            if suspect is not None and not suspect[r]:
+                plain_rows.append(r)
                 continue
             b = texts[r]
             try:

@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         o1, o2, over = class_tables(args.numbers_new_since)
         cps = np.arange(0x110000)
         old = o2[(o1[cps >> 8].astype(np.int64) << 8) | (cps & 255)]
-        new = np.nonzero((cls == _GC["Nd"]) & (old != CLS_NUMBER))[0]
+        new = np.nonzero((cls == _GC["Nd"]) & (old != CLS_NUMBER))[0]  # _GC maps Nd, Nl, No to one code
         print(f"\\p{{N}} in Unicode {version} but not in {over}: " + " ".join(f"U+{c:04X}" for c in new))
         return 0
     s1, s2 = two_stage(cls)
