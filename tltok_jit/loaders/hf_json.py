@@ -1060,7 +1060,6 @@ class HFRuntime:
         self.T_whole = variant(PAT_WHOLE, cfg[1])
         self.T_whole_plain = variant(PAT_WHOLE, 0)
         self.missing = pipe.missing_bytes
-        self._missing_lut = None
         self.has_norm = bool(pipe.normalizers)
         # the kernel path is exact for a text when nothing below applies to it
         self.always_text_path = pipe.char_level or pipe.pre_steps is not None
@@ -1139,11 +1138,12 @@ class HFRuntime:
                 pieces = out
         return [p for p in pieces if p]
 
-    def _run_rows(self, rows: list[bytes], T) -> np.ndarray:
+    def _run_rows_offsets(self, rows: list[bytes], T) -> tuple[np.ndarray, np.ndarray]:
+        """(ids of all rows, int64 offsets of each row's ids in them)."""
         from ..kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows
 
         if not rows:
-            return np.empty(0, dtype=np.uint32)
+            return np.empty(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -1158,17 +1158,30 @@ class HFRuntime:
             encode_rows_plain(data, offsets, T, out, counts, cache, work[0])
         dst = np.empty(int(counts.sum()), dtype=np.uint32)
         pack_rows(out, offsets, counts, dst)
-        return dst
+        id_off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=id_off[1:])
+        return dst, id_off
 
-    def _segment_ids(self, seg: str, at_start: bool = True) -> list[np.ndarray]:
-        """Ids of one text between added tokens (normalized here); at_start: it begins the text."""
+    def _run_rows(self, rows: list[bytes], T) -> np.ndarray:
+        return self._run_rows_offsets(rows, T)[0]
+
+    def _char_rows(self, seg: str, at_start: bool) -> list[bytes]:
+        """Character-level pipelines: the kernel rows (words) of one text between added tokens."""
         seg = self.normalize(seg)
         if not seg:
             return []
+        if self._compiled_steps is not None:
+            return [p.encode("utf-8") for p in self._pretokenize(seg, at_start)]
+        return [seg.encode("utf-8")]
+
+    def _segment_ids(self, seg: str, at_start: bool = True) -> list[np.ndarray]:
+        """Ids of one text between added tokens (normalized here); at_start: it begins the text."""
         if self.pipe.char_level:
-            if self._compiled_steps is not None:
-                return [self._run_rows([p.encode("utf-8") for p in self._pretokenize(seg, at_start)], self.T)]
-            return [self._run_rows([seg.encode("utf-8")], self.T)]
+            rows = self._char_rows(seg, at_start)
+            return [self._run_rows(rows, self.T)] if rows else []
+        seg = self.normalize(seg)
+        if not seg:
+            return []
         data = seg.encode("utf-8")
         if self._compiled_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
             buf = np.frombuffer(data, dtype=np.uint8)
@@ -1252,32 +1265,96 @@ class HFRuntime:
         flat = np.concatenate(parts).astype(np.uint32, copy=False) if parts else np.empty(0, dtype=np.uint32)
         return flat, new_offsets - new_offsets[0]
 
+    @staticmethod
+    def _rows_with(lut: np.ndarray, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """bool per row: whether the row holds a byte b with lut[b]."""
+        n = len(offsets) - 1
+        out = np.zeros(n, dtype=bool)
+        if not n:
+            return out
+        a0 = int(offsets[0])
+        flags = lut[arr[a0:int(offsets[-1])]]
+        nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
+        if len(nonempty):
+            # consecutive rows cover the data contiguously: reduceat over the starts of the non-empty ones
+            out[nonempty] = np.logical_or.reduceat(flags, offsets[:-1][nonempty] - a0)
+        return out
+
+    def _encode_rows_char_level(self, arr, offsets, valid, amask, any_allowed: bool):
+        """Character-level batches: each text is split at its added tokens, normalized and pretokenized in
+        Python, and the words of ALL texts go through one kernel call."""
+        from ..kernels.encode_chars import split_added
+
+        n = len(offsets) - 1
+        raw = arr.tobytes()
+        o = offsets.tolist()
+        cand = None
+        if any_allowed:
+            cand = self._rows_with(np.asarray(self.T.trie_root) >= 0, arr, offsets)
+        added_ids = self.T.added_ids
+        words: list[bytes] = []
+        plans: list = [None] * n  # per text: (first word, end word) or a list of word ranges / added ids
+        for r in range(n):
+            if not valid[r]:
+                plans[r] = (len(words), len(words))
+                continue
+            b = raw[o[r]:o[r + 1]]
+            try:
+                text = b.decode("utf-8")
+            except UnicodeDecodeError:  # as encode() of the replaced text
+                text = b.decode("utf-8", "replace")
+                b = text.encode("utf-8")
+            if cand is None or not cand[r]:
+                w0 = len(words)
+                words += self._char_rows(text, True)
+                plans[r] = (w0, len(words))
+                continue
+            buf = np.frombuffer(b, dtype=np.uint8)
+            starts, ends, idx = split_added(buf, self.T, amask)
+            plan = []
+            pos = 0
+            for a, e, t in zip(starts.tolist(), ends.tolist(), idx.tolist()):
+                if a > pos:
+                    w0 = len(words)
+                    words += self._char_rows(b[pos:a].decode("utf-8"), pos == 0)
+                    plan.append((w0, len(words)))
+                plan.append(int(added_ids[t]))
+                pos = e
+            if pos < len(b):
+                w0 = len(words)
+                words += self._char_rows(b[pos:].decode("utf-8"), pos == 0)
+                plan.append((w0, len(words)))
+            plans[r] = plan
+        ids, word_off = self._run_rows_offsets(words, self.T)
+        wo = word_off.tolist()
+        results = []
+        for plan in plans:
+            if isinstance(plan, tuple):
+                results.append(ids[wo[plan[0]]:wo[plan[1]]])
+                continue
+            parts = [ids[wo[p[0]]:wo[p[1]]] if isinstance(p, tuple) else np.array([p], dtype=np.uint32)
+                     for p in plan]
+            results.append(np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32))
+        lens = np.fromiter((len(x) for x in results), dtype=np.int64, count=n)
+        new_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=new_offsets[1:])
+        flat = np.concatenate(results).astype(np.uint32, copy=False) if n else np.empty(0, dtype=np.uint32)
+        return flat, new_offsets
+
     def _suspect_rows(self, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
         """bool per row: whether the row may need the Python path (a non-ASCII byte where NFC is the only
         normalizer, a byte the vocabulary lacks); None when every row needs the per-row check."""
         n = len(offsets) - 1
         if self.always_text_path or (self.has_norm and self.pipe.normalizers != (("nfc",),)):
             return None
-        a0, a1 = int(offsets[0]), int(offsets[-1])
-        seg = arr[a0:a1]
-        flags = None
+        lut = np.zeros(256, dtype=bool)
         if self.has_norm:
-            flags = seg >= 0x80  # ASCII is NFC-stable
+            lut[0x80:] = True  # ASCII is NFC-stable
         if self.missing:
-            if self._missing_lut is None:
-                lut = np.zeros(256, dtype=bool)
-                lut[np.frombuffer(self.missing, dtype=np.uint8)] = True
-                self._missing_lut = lut
-            m = self._missing_lut[seg]
-            flags = m if flags is None else (flags | m)
-        out = np.zeros(n, dtype=bool)
-        if flags is None or not n:
-            return out
-        nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
-        if len(nonempty):
-            # consecutive rows cover seg contiguously: reduceat over the starts of the non-empty ones
-            out[nonempty] = np.logical_or.reduceat(flags, offsets[:-1][nonempty] - a0)
-        return out
+            lut[np.frombuffer(self.missing, dtype=np.uint8)] = True
+        if not lut.any():
+            return np.zeros(n, dtype=bool)
+        return self._rows_with(lut, arr, offsets)
 
     def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
                     num_threads: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1286,6 +1363,8 @@ class HFRuntime:
         enc = self.enc
         n = len(offsets) - 1
         arr = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+        if self.pipe.char_level:
+            return self._encode_rows_char_level(arr, offsets, valid, amask, any_allowed)
         suspect = self._suspect_rows(arr, offsets)
         if suspect is not None and not suspect[np.asarray(valid, dtype=bool)].any():
             # no row can differ from the kernels' result: no Python strings at all
