@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tltok_jit.kernels.merge import LONG_PIECE, SMALL_PIECE, merge_heap, merge_linear, merge_long_blocks, merge_symbols
+from tltok_jit.kernels.merge import (LONG_PIECE, SMALL_PIECE, merge_heap, merge_heap_in, merge_linear, merge_long_blocks,
+                                     merge_piece, merge_symbols)
 from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import compile_model
@@ -40,9 +41,9 @@ def byte_model(merges: list[tuple[bytes, bytes]]) -> ModelDescription:
 def run_kernel(tables, symbols: list[int], heap: bool) -> list[int]:
     syms = np.array([0, 0, 0] + symbols, dtype=np.uint32)  # a non-zero start offset
     if heap:
-        n = merge_heap(syms, 3, len(symbols), tables.pair_keys, tables.pair_vals)
+        n = merge_heap(syms, 3, len(symbols), tables.pair_slots, tables.rank_ids)
     else:
-        n = merge_linear(syms, 3, len(symbols), tables.pair_keys, tables.pair_vals,
+        n = merge_linear(syms, 3, len(symbols), tables.pair_slots, tables.rank_ids,
                          np.zeros(max(len(symbols), 1), dtype=np.int64))
     return syms[3:3 + n].tolist()
 
@@ -53,7 +54,7 @@ def run_long(tables, symbols: list[int], block: int, overlap: int) -> tuple[list
     widened cut zones."""
     syms = np.array([7, 7, 7] + symbols + [7], dtype=np.uint32)  # non-zero start, something after
     info = np.zeros(5, dtype=np.int64)
-    n = merge_long_blocks(syms, 3, len(symbols), tables.pair_keys, tables.pair_vals, block, overlap, info)
+    n = merge_long_blocks(syms, 3, len(symbols), tables.pair_slots, tables.rank_ids, block, overlap, info)
     assert syms[3 + len(symbols)] == 7
     return syms[3:3 + n].tolist(), info
 
@@ -127,6 +128,17 @@ def test_kernels_equal_naive_reference(seed, text):
     want = naive_merge(symbols, pair_dict(model))
     assert run_kernel(_TABLES[seed], symbols, heap=False) == want
     assert run_kernel(_TABLES[seed], symbols, heap=True) == want
+    T = _TABLES[seed]
+    data = np.frombuffer(b"xy" + text.encode(), dtype=np.uint8)  # non-zero byte offset
+    syms = np.zeros(len(text) + 5, dtype=np.uint32)
+    memo = np.full(64, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)  # tiny: slots get reused
+    for _ in range(2):  # the second run answers from the pair memo
+        n = merge_piece(data, 2, len(text), syms, 0, T.byte_ids, T.byte_pairs, T.pair_slots, T.rank_ids,
+                        np.zeros(16384, dtype=np.int64), memo)
+        assert syms[:n].tolist() == want  # the dense byte-pair start (short) and the scratch heap (longer)
+    syms = np.array([0, 0] + symbols, dtype=np.uint32)
+    n = merge_heap_in(syms, 2, len(symbols), T.pair_slots, T.rank_ids, np.zeros(6 * len(symbols) + 1, dtype=np.int64))
+    assert syms[2:2 + n].tolist() == want
 
 
 def test_long_run_heap_equals_linear():
@@ -293,11 +305,11 @@ def test_long_pieces_equal_tiktoken(name, tiktoken_oracle, ours):
         for block, overlap in [(300, 16), (4096, 256)]:
             s = syms.copy()
             info[:] = 0
-            n = merge_long_blocks(s, 0, len(s), T.pair_keys, T.pair_vals, block, overlap, info)
+            n = merge_long_blocks(s, 0, len(s), T.pair_slots, T.rank_ids, block, overlap, info)
             assert s[:n].tolist() == want, (label, block, overlap)
         assert info[3] == 0, (label, info)  # the default lengths never need the heap here
         s = np.concatenate([np.zeros(5, np.uint32), syms])
-        n = merge_symbols(s, 5, len(syms), T.pair_keys, T.pair_vals, np.zeros(SMALL_PIECE + 8, np.int64))
+        n = merge_symbols(s, 5, len(syms), T.pair_slots, T.rank_ids, np.zeros(SMALL_PIECE + 8, np.int64))
         assert s[5:5 + n].tolist() == want, label
 
 

@@ -365,6 +365,12 @@ def _run_block(k, w, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstar
             hits[k, 1] = v - ps
             hits[k, 2] = t
             return
+    # Rows of one buffer without added-token matching are encoded SPAN_BATCH at a time (one kernel
+    # setup per batch instead of per row: that setup costs as much as a short string).
+    batch = not counting and not any_allowed and layout == _LAYOUT_OFFSETS
+    spans = np.empty(3 * K.SPAN_BATCH if batch else 0, dtype=np.int64)
+    rows = np.empty(K.SPAN_BATCH if batch else 0, dtype=np.int64)
+    ns = 0
     for r in range(r0, r1):
         counts[r] = 0
         if not _is_valid(vbits, voff, has_nulls, r):
@@ -379,17 +385,37 @@ def _run_block(k, w, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstar
         pe = ps + (en - s)
         st, v, t = _validate(buf, ps, pe, T, dmask, tab)
         if st == ST_OK:
-            if counting:
+            if batch:
+                spans[3 * ns] = ps
+                spans[3 * ns + 1] = pe
+                spans[3 * ns + 2] = s - base
+                rows[ns] = r
+                ns += 1
+                if ns == K.SPAN_BATCH:
+                    _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
+                    ns = 0
+            elif counting:
                 counts[r] = _count_span(buf, ps, pe, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
             else:
                 counts[r] = K.encode_span(buf, ps, pe, T, amask, any_allowed, out, s - base, cache, w, wv) - (s - base)
         elif st == ST_INVALID_UTF8:
             flags[r] = 1
         else:
+            _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
             hits[k, 0] = r
             hits[k, 1] = v - ps
             hits[k, 2] = t
             return
+    _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
+
+
+@njit
+def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv):
+    if ns == 0:
+        return
+    K.encode_ordinary_spans(buf, spans, ns, T, out, cache, w, wv)
+    for j in range(ns):
+        counts[rows[j]] = spans[3 * j + 2]
 
 
 @njit(parallel=True)

@@ -83,7 +83,8 @@ a prefix that is final for each stage given a final input prefix is final for th
    a letter (r50k/cl100k `\\p{L}++`), a digit (r50k `\\p{N}++`), two punctuation characters in a row
    before any CR/LF (so no contraction, no letter prefix, no o200k tail), two whitespace
    characters (with K's CR/LF rule above, the run after R keeps the last CR/LF), an o200k lowercase
-   letter (`[W]+` from there), or an o200k Lu/Lt/Lm/Lo before the first lowercase letter (the same
+   letter (`[W]+` from there) before the contraction suffix, if any (from a letter of `'re` the scan
+   would start a new word), or an o200k Lu/Lt/Lm/Lo before the first lowercase letter (the same
    U-run, and its last Lm/Lo/M is >= R because the piece reaches K > R). R is at least 8 bytes
    (two characters) after F, so no optional prefix is involved.
 

@@ -6,14 +6,16 @@ Everything a kernel indexes is checked here: every id in a table is < n_vocab an
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from .kernels.hashing import build_vocab_table, insert_pairs, rank_splits
+from .kernels.hashing import MAX_PAIR_ID, MAX_PAIR_RANK, SHORT_WORDS, aligned_zeros, build_vocab_table, count_short, fill_short_table, insert_pairs, rank_splits
 from functools import lru_cache
 
+from .kernels.merge import build_byte_pairs
 from .kernels.scan import (
     CLS_DIGIT_EXTRA,
     PAT_CL100K,
@@ -71,9 +73,11 @@ class Tables(NamedTuple):
     tok_offsets: np.ndarray  # int64[n_vocab + 1]
     vocab_slots: np.ndarray  # int32 hash slots of ordinary tokens (-1 empty)
     vocab_hash: np.ndarray  # uint64 hash per slot
-    pair_keys: np.ndarray  # uint64 (left << 32 | right), all-ones empty
-    pair_vals: np.ndarray  # int64 (rank << 32 | merged id)
+    short_vocab: np.ndarray  # uint64[4 * capacity]: ordinary tokens of <= 16 bytes, keyed by their bytes
+    pair_slots: np.ndarray  # uint64 (left << 44 | right << 24 | rank), all-ones empty
+    rank_ids: np.ndarray  # int32[max rank + 1]: the token a merge of that rank makes
     byte_ids: np.ndarray  # int32[256]: the token of each single byte
+    byte_pairs: np.ndarray  # int64[65536]: merge value (rank << 32 | id) of byte pair x << 8 | y, or max
     stage1: np.ndarray  # uint16 character-class table, stage 1
     stage2: np.ndarray  # uint8 character-class table, stage 2
     trie_root: np.ndarray  # int32[256]: node after the first byte of an added token, or -1
@@ -99,6 +103,27 @@ def _pow2_at_least(n: int) -> int:
     while c < n:
         c <<= 1
     return c
+
+
+_HUGE = 1 << 21  # a transparent huge page
+
+
+def _on_huge_pages(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` in memory the kernel may back with 2 MB pages (madvise MADV_HUGEPAGE), or `a`
+    itself when it is small or the platform has no such advice. The big hash tables are probed at
+    random: with 4 KB pages nearly every probe also misses the TLB."""
+    if a.nbytes < _HUGE or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return a
+    try:
+        m = mmap.mmap(-1, a.nbytes + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        raw = np.frombuffer(m, dtype=np.uint8)
+        off = (-raw.ctypes.data) % _HUGE
+        m.madvise(mmap.MADV_HUGEPAGE, off, len(m) - off)
+    except (OSError, ValueError, AttributeError):
+        return a
+    out = raw[off:off + a.nbytes].view(a.dtype)
+    out[:] = a
+    return out
 
 
 def _readonly(*arrays: np.ndarray) -> None:
@@ -197,6 +222,9 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     if dup >= 0:
         raise TokenizerFileError(f"{where}: token {dup} repeats the bytes of another token")
 
+    short_vocab = aligned_zeros(SHORT_WORDS * _pow2_at_least(2 * count_short(offsets, ordinary)), np.uint64)
+    fill_short_table(short_vocab, tok_bytes, offsets, ordinary)
+
     byte_ids = np.full(256, -1, dtype=np.int32)
     for b in range(256):
         i = vocab.get(bytes([b]))
@@ -221,16 +249,25 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
                     f"{where}: merge {r} ({a!r} + {b!r}) uses {missing!r}, which is not in the vocabulary")
             lefts[r], rights[r], ids[r] = ia, ib, im
         ranks = np.arange(m, dtype=np.int32)
-    pair_keys, pair_vals, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
+    top_id = max((int(a.max()) for a in (lefts, rights, ids) if len(a)), default=0)
+    if top_id > MAX_PAIR_ID:
+        raise TokenizerFileError(f"{where}: merges use token id {top_id}; the merge table holds ids up to {MAX_PAIR_ID}")
+    if len(ranks) and int(ranks.max()) > MAX_PAIR_RANK:
+        raise TokenizerFileError(f"{where}: {int(ranks.max()) + 1} merge ranks; the merge table holds up to "
+                                 f"{MAX_PAIR_RANK + 1}")
+    pair_slots, rank_ids, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
 
+    byte_pairs = build_byte_pairs(byte_ids, pair_slots, rank_ids)
     stage1, stage2, uversion = class_tables_for(model.pattern_kind)
     root, starts, ebyte, echild, token_at = _build_trie(added_contents)
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
     config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), 0],
                       dtype=np.int64)
-    arrays = (tok_bytes, offsets, slots, slot_hash, pair_keys, pair_vals, byte_ids, root, starts, ebyte,
+    slots, slot_hash, short_vocab, pair_slots, rank_ids = (
+        _on_huge_pages(a) for a in (slots, slot_hash, short_vocab, pair_slots, rank_ids))
+    arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, byte_pairs, root, starts, ebyte,
               echild, token_at, added_ids, config, valid)
     _readonly(*arrays)
-    tables = Tables(tok_bytes, offsets, slots, slot_hash, pair_keys, pair_vals, byte_ids, stage1, stage2,
+    tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, byte_pairs, stage1, stage2,
                     root, starts, ebyte, echild, token_at, added_ids, config)
     return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)

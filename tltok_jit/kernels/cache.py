@@ -3,6 +3,11 @@
 Real text repeats its words, so most pieces that need merging were merged before. Each worker owns
 row `w` of every array. When the table is half full or an arena runs out, the row is cleared
 (cheaper and more predictable than eviction). Only pieces of 2..MAX_KEY bytes are cached.
+
+Pieces of at most 16 bytes (nearly all of any text) go to a second, direct-mapped table instead: an
+entry is one 64-byte cache line (the packed piece bytes, its length and id count, up to 10 ids), and
+the table is small enough to stay in the L2 cache, so a repeated piece costs one probe. (Whole-token pieces are not cached:
+the short vocabulary table answers them as fast.)
 """
 
 from __future__ import annotations
@@ -11,13 +16,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .hashing import bytes_equal, slot_of
+from .hashing import aligned_zeros, bytes_equal, slot_of
 from .jit import njit
 
 SLOTS = 1 << 15
 KEY_ARENA = 1 << 19
 VAL_ARENA = 1 << 18
 MAX_KEY = 128
+SHORT_SLOTS = 1 << 16
+SHORT_IDS = 10
+PAIR_MEMO = 1 << 14  # 256 KB per worker
 
 
 class PieceCache(NamedTuple):
@@ -26,6 +34,8 @@ class PieceCache(NamedTuple):
     keys: np.ndarray  # uint8[W, KEY_ARENA]
     vals: np.ndarray  # uint32[W, VAL_ARENA]
     state: np.ndarray  # int64[W, 4]: entries, key bytes used, values used, clears
+    short: np.ndarray  # uint64[W, 8 * SHORT_SLOTS]: k0, k1, n << 32 | count, 5 words of 2 ids
+    pairs: np.ndarray  # uint64[W, 2 * PAIR_MEMO]: recent merge-table answers, key (all ones = empty), value
 
 
 def new_cache(workers: int) -> PieceCache:
@@ -35,6 +45,8 @@ def new_cache(workers: int) -> PieceCache:
         np.zeros((workers, KEY_ARENA), dtype=np.uint8),
         np.zeros((workers, VAL_ARENA), dtype=np.uint32),
         np.zeros((workers, 4), dtype=np.int64),
+        aligned_zeros(workers * 8 * SHORT_SLOTS, np.uint64).reshape(workers, 8 * SHORT_SLOTS),
+        np.full((workers, 2 * PAIR_MEMO), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64),
     )
 
 
@@ -89,3 +101,37 @@ def cache_put(hashes, meta, keys, vals, state, buf, start, end, h, ids, i0, m):
     state[0] += 1
     state[1] = ko + n
     state[2] = vo + m
+
+
+@njit(inline="always")
+def short_slot(h):
+    # bits above the ones the vocabulary tables use (slot_of), so a table cluster is not a cache cluster
+    return np.int64(h >> np.uint64(43)) & (SHORT_SLOTS - 1)
+
+
+@njit(inline="always")
+def short_get(sc, k0, k1, n, h, out, op):
+    """Copy the cached ids of the piece (n bytes packed in k0, k1) to out[op:]; how many (0 = miss)."""
+    b = 8 * short_slot(h)
+    meta = sc[b + 2]
+    if sc[b] != k0 or sc[b + 1] != k1 or (meta >> np.uint64(32)) != np.uint64(n):
+        return 0
+    cnt = np.int64(meta & np.uint64(0xFF))
+    for k in range(cnt):
+        w = sc[b + 3 + (k >> 1)]
+        out[op + k] = (w >> np.uint64(32)) if (k & 1) else (w & np.uint64(0xFFFFFFFF))
+    return cnt
+
+
+@njit(inline="always")
+def short_put(sc, k0, k1, n, h, ids, i0, m):
+    """Remember ids[i0:i0+m] (m <= SHORT_IDS) for the piece; replaces whatever held the slot."""
+    b = 8 * short_slot(h)
+    sc[b] = k0
+    sc[b + 1] = k1
+    sc[b + 2] = (np.uint64(n) << np.uint64(32)) | np.uint64(m)
+    for k in range(0, m, 2):
+        w = np.uint64(ids[i0 + k])
+        if k + 1 < m:
+            w |= np.uint64(ids[i0 + k + 1]) << np.uint64(32)
+        sc[b + 3 + (k >> 1)] = w

@@ -9,13 +9,13 @@ the result is the same for any thread count.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
+from numba import prange, uint64
 
-from .cache import cache_get, cache_put
-from .hashing import hash_bytes, vocab_lookup
+from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
+from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
 from .jit import njit
-from .merge import SMALL_PIECE, merge_symbols
-from .scan import next_piece
+from .merge import merge_piece
+from .scan import np_int, scan_any, scan_pointers
 
 # Tables.config slots
 CFG_PATTERN = 0
@@ -23,60 +23,97 @@ CFG_IGNORE_MERGES = 1
 CFG_USE_CACHE = 2
 
 
+SPAN_BATCH = 256  # rows per encode_ordinary_spans call in the row kernels
+
+
 @njit
 def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
-    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position.
+    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position."""
+    spans = np.empty(3, dtype=np.int64)
+    spans[0] = start
+    spans[1] = end
+    spans[2] = op
+    encode_ordinary_spans(buf, spans, 1, T, out, cache, w, work)
+    return op + spans[2]
 
-    The piece loop is written out here on purpose: numba passes a tuple argument as all of its
-    fields, so a per-piece call taking `T` costs more than the piece itself."""
+
+@njit
+def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
+    """Encode the texts buf[spans[3k]:spans[3k+1]], k < n_spans (no added tokens), each one's ids at
+    out[spans[3k+2]:]; spans[3k+2] becomes how many were written.
+
+    Many texts per call because the call itself costs: numba updates the reference count of every
+    array it unpacks from `T` and `cache` (atomically), about as much as encoding a short string. The
+    piece loop is written out here for the same reason: a per-piece call taking `T` would cost more
+    than the piece."""
     kind = T.config[CFG_PATTERN]
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
     s1 = T.stage1
     s2 = T.stage2
     byte_ids = T.byte_ids
+    byte_pairs = T.byte_pairs
     slots = T.vocab_slots
     slot_hash = T.vocab_hash
+    short_vocab = T.short_vocab
     tok_bytes = T.tok_bytes
     tok_offsets = T.tok_offsets
-    pair_keys = T.pair_keys
-    pair_vals = T.pair_vals
+    pair_slots = T.pair_slots
+    rank_ids = T.rank_ids
     c_hashes = cache.hashes[w]
     c_meta = cache.meta[w]
     c_keys = cache.keys[w]
     c_vals = cache.vals[w]
     c_state = cache.state[w]
-    pos = start
-    while pos < end:
-        pe = next_piece(kind, buf, pos, end, s1, s2)
-        n = pe - pos
-        if n == 1:
-            out[op] = byte_ids[buf[pos]]
-            op += 1
-            pos = pe
-            continue
-        h = hash_bytes(buf, pos, pe)
-        if ignore_merges:
-            t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets)
+    c_short = cache.short[w]
+    c_pairs = cache.pairs[w]
+    bp, s1p, s2p, a0 = scan_pointers(buf, s1, s2)  # the scanners read raw pointers (see scan.data_ptr)
+    for j in range(n_spans):
+        pos = spans[3 * j]
+        end = spans[3 * j + 1]
+        op0 = spans[3 * j + 2]
+        op = op0
+        while pos < end:
+            pe = scan_any(kind, bp, np_int(pos), np_int(end), s1p, s2p, a0)
+            n = pe - pos
+            if n == 1:
+                out[op] = byte_ids[buf[pos]]
+                op += 1
+                pos = pe
+                continue
+            # whole-token lookup first (tiktoken's rule); tokens of <= SHORT bytes have a table whose
+            # hot part stays in the CPU caches, and their own small piece cache
+            short = n <= SHORT
+            if short:
+                k0, k1 = pack_short(buf, pos, n)
+                h = short_hash(k0, k1, n)
+                t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
+            else:
+                k0 = k1 = uint64(0)
+                h = hash_bytes(buf, pos, pe)
+                t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets) if ignore_merges else -1
             if t >= 0:
                 out[op] = t
                 op += 1
                 pos = pe
                 continue
-        if use_cache:
-            got = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
-            if got > 0:
-                op += got
-                pos = pe
-                continue
-        for k in range(n):
-            out[op + k] = byte_ids[buf[pos + k]]
-        m = merge_symbols(out, op, n, pair_keys, pair_vals, work)
-        if use_cache:
-            cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
-        op += m
-        pos = pe
-    return op
+            m = 0
+            if use_cache:
+                if short:
+                    m = short_get(c_short, k0, k1, n, h, out, op)
+                else:
+                    m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
+            if m == 0:
+                m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
+                if use_cache:
+                    if not short:
+                        cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
+                    elif m <= SHORT_IDS:
+                        short_put(c_short, k0, k1, n, h, out, op, m)
+            op += m
+            pos = pe
+        spans[3 * j + 2] = op - op0
+    return 0
 
 
 @njit
@@ -162,6 +199,29 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
     """Rows r_lo..r_hi on worker w (the body of the parallel loop, kept out of it: parfor analysis of
     a large inlined body costs minutes of compile time)."""
     base = offsets[r0]
+    if not any_allowed:  # rows in batches: one setup per SPAN_BATCH rows
+        spans = np.empty(3 * SPAN_BATCH, dtype=np.int64)
+        rows = np.empty(SPAN_BATCH, dtype=np.int64)
+        ns = 0
+        for r in range(r_lo, r_hi):
+            counts[r - r0] = 0
+            if valid[r] == 0 or offsets[r + 1] == offsets[r]:
+                continue
+            spans[3 * ns] = offsets[r]
+            spans[3 * ns + 1] = offsets[r + 1]
+            spans[3 * ns + 2] = offsets[r] - base
+            rows[ns] = r
+            ns += 1
+            if ns == SPAN_BATCH:
+                encode_ordinary_spans(data, spans, ns, T, out, cache, w, vals)
+                for j in range(ns):
+                    counts[rows[j] - r0] = spans[3 * j + 2]
+                ns = 0
+        if ns > 0:
+            encode_ordinary_spans(data, spans, ns, T, out, cache, w, vals)
+            for j in range(ns):
+                counts[rows[j] - r0] = spans[3 * j + 2]
+        return
     for r in range(r_lo, r_hi):
         if valid[r] == 0:
             counts[r - r0] = 0

@@ -117,7 +117,7 @@ def encode_chars_rows(data, offsets, T, fallback_ids, unk_id, fuse_unk, out, cou
         if unk_pending:
             out[op0 + m] = unk_id
             m += 1
-        counts[r] = merge_symbols(out, op0, m, T.pair_keys, T.pair_vals, vals)
+        counts[r] = merge_symbols(out, op0, m, T.pair_slots, T.rank_ids, vals)
 
 
 @njit

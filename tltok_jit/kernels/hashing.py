@@ -82,48 +82,149 @@ def build_vocab_table(tok_bytes, tok_offsets, valid, capacity):
     return slots, slot_hash, -1
 
 
+SHORT = 16  # tokens of up to this many bytes also live in the short table, keyed by their bytes
+SHORT_WORDS = 4  # short table entry: packed bytes 0-7, packed bytes 8-15, n << 32 | id (0 = empty), unused
+
+
+def aligned_zeros(n: int, dtype) -> np.ndarray:
+    """Zeroed array whose data starts on a 64-byte boundary (so a 32-byte entry never spans two
+    cache lines)."""
+    dt = np.dtype(dtype)
+    raw = np.zeros(n * dt.itemsize + 64, dtype=np.uint8)
+    off = (-raw.ctypes.data) % 64
+    return raw[off:off + n * dt.itemsize].view(dt)
+
+
+@njit(inline="always")
+def pack_short(buf, start, n):
+    """buf[start:start+n] (n <= SHORT) as two little-endian uint64 words, zero-padded."""
+    k0 = uint64(0)
+    k1 = uint64(0)
+    m = n if n < 8 else 8
+    for k in range(m):
+        k0 |= uint64(buf[start + k]) << uint64(8 * k)
+    for k in range(8, n):
+        k1 |= uint64(buf[start + k]) << uint64(8 * (k - 8))
+    return k0, k1
+
+
+@njit(inline="always")
+def short_hash(k0, k1, n):
+    """Hash of a packed piece of n <= SHORT bytes, never 0 (the role of hash_bytes for short pieces)."""
+    x = k1 * uint64(0xC2B2AE3D27D4EB4F)
+    h = (k0 ^ ((x << uint64(31)) | (x >> uint64(33))) ^ (uint64(n) << uint64(59))) * uint64(_MIX)
+    h ^= h >> uint64(29)
+    if h == uint64(0):
+        h = uint64(1)
+    return h
+
+
+@njit(inline="always")
+def short_lookup(k0, k1, n, h, short_tab):
+    """Id of the token of n <= SHORT bytes packed in (k0, k1), or -1. One probe reads one cache line."""
+    mask = (len(short_tab) // SHORT_WORDS) - 1
+    s = slot_of(h, mask)
+    while True:
+        b = SHORT_WORDS * s
+        meta = short_tab[b + 2]
+        if meta == uint64(0):
+            return np.int64(-1)
+        if short_tab[b] == k0 and short_tab[b + 1] == k1 and (meta >> uint64(32)) == uint64(n):
+            return np.int64(meta & uint64(0xFFFFFFFF))
+        s = (s + 1) & mask
+
+
+@njit(cache=True)
+def fill_short_table(tab, tok_bytes, tok_offsets, valid):
+    """Insert the valid tokens of 1..SHORT bytes into the zeroed short table `tab` (see short_lookup)."""
+    mask = (len(tab) // SHORT_WORDS) - 1
+    for t in range(len(tok_offsets) - 1):
+        if not valid[t]:
+            continue
+        a = tok_offsets[t]
+        n = tok_offsets[t + 1] - a
+        if n < 1 or n > SHORT:
+            continue
+        k0, k1 = pack_short(tok_bytes, a, n)
+        s = slot_of(short_hash(k0, k1, n), mask)
+        while tab[SHORT_WORDS * s + 2] != uint64(0):
+            s = (s + 1) & mask
+        b = SHORT_WORDS * s
+        tab[b] = k0
+        tab[b + 1] = k1
+        tab[b + 2] = (uint64(n) << uint64(32)) | uint64(t)
+
+
+@njit(cache=True)
+def count_short(tok_offsets, valid):
+    c = 0
+    for t in range(len(tok_offsets) - 1):
+        n = tok_offsets[t + 1] - tok_offsets[t]
+        if valid[t] and 1 <= n <= SHORT:
+            c += 1
+    return c
+
+
+PAIR_ID_BITS = 20  # a pair slot packs left id (20 bits), right id (20 bits) and rank (24 bits)
+PAIR_RANK_BITS = 24
+MAX_PAIR_ID = (1 << PAIR_ID_BITS) - 2  # all-ones ids would look like an empty slot
+MAX_PAIR_RANK = (1 << PAIR_RANK_BITS) - 1
+_RANK_MASK = (1 << PAIR_RANK_BITS) - 1
+
+
 @njit(inline="always")
 def pair_key(a, b):
-    return (uint64(a) << uint64(32)) | uint64(b)
+    return (uint64(a) << uint64(PAIR_ID_BITS)) | uint64(b)
 
 
 @njit(inline="always")
-def pair_lookup(a, b, pair_keys, pair_vals):
-    """(rank << 32 | merged id) of the pair (a, b), or -1."""
+def pair_lookup(a, b, pair_slots, rank_ids):
+    """(rank << 32 | merged id) of the pair (a, b), or -1.
+
+    One uint64 per slot (key << 24 | rank) so a probe touches one cache line; the merged id of a
+    rank comes from `rank_ids` (it is the rank itself for tiktoken vocabularies)."""
     k = pair_key(a, b)
-    mask = len(pair_keys) - 1
+    mask = len(pair_slots) - 1
     s = np.int64((k * uint64(_MIX)) >> uint64(24)) & mask
     while True:
-        kk = pair_keys[s]
-        if kk == k:
-            return pair_vals[s]
-        if kk == EMPTY_PAIR:
+        v = pair_slots[s]
+        if (v >> uint64(PAIR_RANK_BITS)) == k:
+            r = np.int64(v & uint64(_RANK_MASK))
+            return (r << 32) | np.int64(rank_ids[r])
+        if v == EMPTY_PAIR:
             return np.int64(-1)
         s = (s + 1) & mask
 
 
 @njit(cache=True)
 def insert_pairs(lefts, rights, ranks, ids, capacity):
-    """The merge table; a repeated pair keeps its first (lowest) rank. Returns (keys, vals, n_repeated)."""
-    keys = np.full(capacity, EMPTY_PAIR, dtype=np.uint64)
-    vals = np.full(capacity, -1, dtype=np.int64)
+    """The merge table; a repeated pair keeps its first (lowest) rank. Ids must be <= MAX_PAIR_ID and
+    ranks <= MAX_PAIR_RANK (the caller checks). Returns (slots, rank_ids, n_repeated)."""
+    slots = np.full(capacity, EMPTY_PAIR, dtype=np.uint64)
+    top = 0
+    for i in range(len(ranks)):
+        top = max(top, np.int64(ranks[i]))
+    rank_ids = np.full(top + 1, -1, dtype=np.int32)
     mask = capacity - 1
     repeated = 0
     for i in range(len(lefts)):
         k = pair_key(lefts[i], rights[i])
+        r = uint64(ranks[i])
         s = np.int64((k * uint64(_MIX)) >> uint64(24)) & mask
         while True:
-            if keys[s] == EMPTY_PAIR:
-                keys[s] = k
-                vals[s] = (np.int64(ranks[i]) << 32) | np.int64(ids[i])
+            v = slots[s]
+            if v == EMPTY_PAIR:
+                slots[s] = (k << uint64(PAIR_RANK_BITS)) | r
+                rank_ids[ranks[i]] = ids[i]
                 break
-            if keys[s] == k:
+            if (v >> uint64(PAIR_RANK_BITS)) == k:
                 repeated += 1
-                if (vals[s] >> 32) > ranks[i]:
-                    vals[s] = (np.int64(ranks[i]) << 32) | np.int64(ids[i])
+                if (v & uint64(_RANK_MASK)) > r:
+                    slots[s] = (k << uint64(PAIR_RANK_BITS)) | r
+                    rank_ids[ranks[i]] = ids[i]
                 break
             s = (s + 1) & mask
-    return keys, vals, repeated
+    return slots, rank_ids, repeated
 
 
 @njit(cache=True)

@@ -36,19 +36,41 @@ BLOCK = 4096  # merge_long: nominal block length, in symbols
 OVERLAP = 256  # merge_long: a block runs this far past its nominal end; it is cut in the middle of it
 
 
-@njit
-def _pair(a, b, pair_keys, pair_vals):
-    v = pair_lookup(a, b, pair_keys, pair_vals)
+@njit(inline="always")
+def _pair(a, b, pair_slots, rank_ids):
+    v = pair_lookup(a, b, pair_slots, rank_ids)
     if v < 0:
         return NO_PAIR
     return v
 
 
 @njit
-def merge_linear(syms, start, n, pair_keys, pair_vals, vals):
+def merge_linear(syms, start, n, pair_slots, rank_ids, vals):
     """In-place merge by rescanning; `vals` is scratch of length >= n. Returns the new count."""
     for i in range(n - 1):
-        vals[i] = _pair(syms[start + i], syms[start + i + 1], pair_keys, pair_vals)
+        vals[i] = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
+    return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, np.empty(0, dtype=np.uint64))
+
+
+@njit(inline="always")
+def _pair_memo(a, b, pair_slots, rank_ids, memo):
+    """_pair through a small direct-mapped memo (one worker's; empty: use the table). The merge table
+    is several MB and most of its probes miss the CPU caches, while a text's merges repeat few pairs."""
+    if len(memo) == 0:
+        return _pair(a, b, pair_slots, rank_ids)
+    key = (np.uint64(a) << np.uint64(32)) | np.uint64(b)
+    s = 2 * (np.int64((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(50)) & ((len(memo) >> 1) - 1))
+    if memo[s] == key:
+        return np.int64(memo[s + 1])
+    v = _pair(a, b, pair_slots, rank_ids)
+    memo[s] = key
+    memo[s + 1] = np.uint64(v)
+    return v
+
+
+@njit(inline="always")
+def _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo):
+    """merge_linear once vals[i] holds the packed value of pair (i, i + 1)."""
     while n > 1:
         best = NO_PAIR
         bi = -1
@@ -64,10 +86,41 @@ def merge_linear(syms, start, n, pair_keys, pair_vals, vals):
             vals[i] = vals[i + 1]
         n -= 1
         if bi > 0:
-            vals[bi - 1] = _pair(syms[start + bi - 1], syms[start + bi], pair_keys, pair_vals)
+            vals[bi - 1] = _pair_memo(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids, memo)
         if bi < n - 1:
-            vals[bi] = _pair(syms[start + bi], syms[start + bi + 1], pair_keys, pair_vals)
+            vals[bi] = _pair_memo(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids, memo)
     return n
+
+
+@njit
+def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank_ids, vals, memo):
+    """Merge the bytes buf[pos:pos+n] into tokens at syms[start:]; returns how many. The first pairs
+    of a short piece come from `byte_pairs` (a dense 256 x 256 table that stays in the CPU caches), the
+    later ones through `memo` (see _pair_memo)."""
+    for k in range(n):
+        syms[start + k] = byte_ids[buf[pos + k]]
+    if n <= 1:
+        return n
+    if n <= SMALL_PIECE:
+        for i in range(n - 1):
+            vals[i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
+        return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo)
+    return merge_symbols(syms, start, n, pair_slots, rank_ids, vals)
+
+
+@njit(cache=True)
+def build_byte_pairs(byte_ids, pair_slots, rank_ids):
+    """int64[65536]: the packed pair value of bytes (x, y) at x << 8 | y, NO_PAIR if none."""
+    out = np.full(65536, NO_PAIR, dtype=np.int64)
+    for x in range(256):
+        a = byte_ids[x]
+        if a < 0:
+            continue
+        for y in range(256):
+            b = byte_ids[y]
+            if b >= 0:
+                out[(x << 8) | y] = _pair(a, b, pair_slots, rank_ids)
+    return out
 
 
 @njit
@@ -101,19 +154,25 @@ def _sift_down(heap, size, i):
 
 
 @njit
-def merge_heap(syms, start, n, pair_keys, pair_vals):
+def merge_heap(syms, start, n, pair_slots, rank_ids):
     """In-place merge with a lazy-deletion heap; O(n log n). Returns the new count."""
-    nxt = np.empty(n, dtype=np.int32)
-    prv = np.empty(n, dtype=np.int32)
-    cur = np.empty(n, dtype=np.int64)  # packed value of the pair starting at each live position
-    heap = np.empty(3 * n + 1, dtype=np.int64)
+    return merge_heap_in(syms, start, n, pair_slots, rank_ids, np.empty(6 * n + 1, dtype=np.int64))
+
+
+@njit
+def merge_heap_in(syms, start, n, pair_slots, rank_ids, work):
+    """merge_heap with its arrays carved from `work` (length >= 6 n + 1): no allocation per piece."""
+    nxt = work[:n]
+    prv = work[n:2 * n]
+    cur = work[2 * n:3 * n]  # packed value of the pair starting at each live position
+    heap = work[3 * n:]
     size = 0
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
         cur[i] = NO_PAIR
     for i in range(n - 1):
-        v = _pair(syms[start + i], syms[start + i + 1], pair_keys, pair_vals)
+        v = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
         cur[i] = v
         if v != NO_PAIR:
             heap[size] = ((v >> 32) << 32) | i
@@ -140,12 +199,12 @@ def merge_heap(syms, start, n, pair_keys, pair_vals):
         cur[j] = NO_PAIR
         p = prv[pos]
         if p >= 0:
-            w = _pair(syms[start + p], syms[start + pos], pair_keys, pair_vals)
+            w = _pair(syms[start + p], syms[start + pos], pair_slots, rank_ids)
             cur[p] = w
             if w != NO_PAIR:
                 size = _heap_push(heap, size, ((w >> 32) << 32) | p)
         if k < n:
-            w = _pair(syms[start + pos], syms[start + k], pair_keys, pair_vals)
+            w = _pair(syms[start + pos], syms[start + k], pair_slots, rank_ids)
             cur[pos] = w
             if w != NO_PAIR:
                 size = _heap_push(heap, size, ((w >> 32) << 32) | pos)
@@ -216,7 +275,7 @@ def _bucket_drain(head, lv0, lv1):
 
 
 @njit
-def _run_block(syms, start, a, e, zone, pair_keys, pair_vals, ws, nxt, prv, cur, head, lv0, lv1, pnext, ppos,
+def _run_block(syms, start, a, e, zone, pair_slots, rank_ids, ws, nxt, prv, cur, head, lv0, lv1, pnext, ppos,
                hist_first, zlog, memo_keys, memo_vals):
     """Merge positions [a, e) of the piece alone (symbols syms[start + a:start + e]). Work arrays are
     indexed from a: ws[i] is the token at position a + i, nxt[i] the next live index, -1 when dead.
@@ -248,7 +307,7 @@ def _run_block(syms, start, a, e, zone, pair_keys, pair_vals, ws, nxt, prv, cur,
         if memo_keys[slot] == key:
             v = memo_vals[slot]
         else:
-            v = _pair(x, y, pair_keys, pair_vals)
+            v = _pair(x, y, pair_slots, rank_ids)
             memo_keys[slot] = key
             memo_vals[slot] = v
         cur[i] = v
@@ -326,7 +385,7 @@ def _run_block(syms, start, a, e, zone, pair_keys, pair_vals, ws, nxt, prv, cur,
                     n_zone += 1
                 p = prv[pos]
                 if p >= 0:
-                    w = _pair(ws[p], t, pair_keys, pair_vals)
+                    w = _pair(ws[p], t, pair_slots, rank_ids)
                     cur[p] = w
                     if w != NO_PAIR:
                         wr = w >> 32
@@ -349,7 +408,7 @@ def _run_block(syms, start, a, e, zone, pair_keys, pair_vals, ws, nxt, prv, cur,
                     cur[pos] = NO_PAIR
                     break
                 prv[k] = pos
-                w = _pair(t, ws[k], pair_keys, pair_vals)
+                w = _pair(t, ws[k], pair_slots, rank_ids)
                 cur[pos] = w
                 if w != NO_PAIR:
                     wr = w >> 32
@@ -392,7 +451,7 @@ def _run_block(syms, start, a, e, zone, pair_keys, pair_vals, ws, nxt, prv, cur,
 
 
 @njit
-def _stitch_ok(x, y, left, n_left, right, n_right, pair_keys, pair_vals):
+def _stitch_ok(x, y, left, n_left, right, n_right, pair_slots, rank_ids):
     """Whether the pair across a cut never merges: x / y are the symbols on either side of the cut
     before merging, `left` the (rank, token) changes of the token ending at the cut in the left run,
     `right` those of the token starting there in the right run."""
@@ -401,7 +460,7 @@ def _stitch_ok(x, y, left, n_left, right, n_right, pair_keys, pair_vals):
     i = 0
     j = 0
     while True:
-        v = pair_lookup(x, y, pair_keys, pair_vals)
+        v = pair_lookup(x, y, pair_slots, rank_ids)
         c = _NO_RANK if v < 0 else v >> 32
         if i < n_left and (j >= n_right or left[i, 0] <= right[j, 0]):
             if c < left[i, 0]:
@@ -424,7 +483,7 @@ def _bucket_arrays(R):
 
 
 @njit
-def merge_long_blocks(syms, start, n, pair_keys, pair_vals, block, overlap, info):
+def merge_long_blocks(syms, start, n, pair_slots, rank_ids, block, overlap, info):
     """merge_long with explicit block / overlap lengths; info (int64[5]) gets counters: failed stitches,
     blocks committed, rank-table growths, 1 / 2 in info[3] when the piece went to the heap because of
     a lower-rank pair / too many failed stitches, and cut zones widened (no token boundary in them)."""
@@ -437,7 +496,7 @@ def merge_long_blocks(syms, start, n, pair_keys, pair_vals, block, overlap, info
     cur = np.empty(cap, np.int64)
     pnext = np.empty(3 * cap, np.int32)
     ppos = np.empty(3 * cap, np.int32)
-    head, lv0, lv1 = _bucket_arrays(max(64, len(pair_keys) // 4))  # grown when a larger rank shows up
+    head, lv0, lv1 = _bucket_arrays(max(64, len(pair_slots) // 4))  # grown when a larger rank shows up
     out = np.empty(n, np.int32)  # committed tokens (syms keeps the input until the end: reruns read it)
     n_out = 0
     n_blocks = n // block + 2
@@ -470,7 +529,7 @@ def merge_long_blocks(syms, start, n, pair_keys, pair_vals, block, overlap, info
                 cur = np.empty(cap, np.int64)
                 pnext = np.empty(3 * cap, np.int32)
                 ppos = np.empty(3 * cap, np.int32)
-            n_first, n_zone, status = _run_block(syms, start, a, e, zone - a, pair_keys, pair_vals, ws, nxt, prv, cur,
+            n_first, n_zone, status = _run_block(syms, start, a, e, zone - a, pair_slots, rank_ids, ws, nxt, prv, cur,
                                                  head, lv0, lv1, pnext, ppos, hist_first, zlog, memo_keys, memo_vals)
             work += e - a
             if status == _GROW:
@@ -487,7 +546,7 @@ def merge_long_blocks(syms, start, n, pair_keys, pair_vals, block, overlap, info
                 fallback = 2
                 break
             if depth > 0 and not _stitch_ok(syms[start + a - 1], syms[start + a], hist_last[depth - 1],
-                                             n_last[depth - 1], hist_first, n_first, pair_keys, pair_vals):
+                                             n_last[depth - 1], hist_first, n_first, pair_slots, rank_ids):
                 info[0] += 1
                 depth -= 1
                 a = block_start[depth]  # rerun the two blocks as one
@@ -534,7 +593,7 @@ def merge_long_blocks(syms, start, n, pair_keys, pair_vals, block, overlap, info
         pos = x
     if fallback != 0:
         info[3] = fallback
-        return merge_heap(syms, start, n, pair_keys, pair_vals)
+        return merge_heap(syms, start, n, pair_slots, rank_ids)
     info[1] += 1
     for i in range(n_out):
         syms[start + i] = out[i]
@@ -542,19 +601,21 @@ def merge_long_blocks(syms, start, n, pair_keys, pair_vals, block, overlap, info
 
 
 @njit
-def merge_long(syms, start, n, pair_keys, pair_vals):
+def merge_long(syms, start, n, pair_slots, rank_ids):
     """In-place merge of a long piece (see above); exact. Returns the new count."""
     info = np.zeros(5, np.int64)
-    return merge_long_blocks(syms, start, n, pair_keys, pair_vals, BLOCK, OVERLAP, info)
+    return merge_long_blocks(syms, start, n, pair_slots, rank_ids, BLOCK, OVERLAP, info)
 
 
 @njit
-def merge_symbols(syms, start, n, pair_keys, pair_vals, vals):
+def merge_symbols(syms, start, n, pair_slots, rank_ids, vals):
     """Merge syms[start:start+n] in place; returns the number of tokens left."""
     if n <= 1:
         return n
     if n <= SMALL_PIECE:
-        return merge_linear(syms, start, n, pair_keys, pair_vals, vals)
+        return merge_linear(syms, start, n, pair_slots, rank_ids, vals)
     if n < LONG_PIECE:
-        return merge_heap(syms, start, n, pair_keys, pair_vals)
-    return merge_long(syms, start, n, pair_keys, pair_vals)
+        if 6 * n + 1 <= len(vals):
+            return merge_heap_in(syms, start, n, pair_slots, rank_ids, vals)
+        return merge_heap(syms, start, n, pair_slots, rank_ids)
+    return merge_long(syms, start, n, pair_slots, rank_ids)

@@ -51,7 +51,7 @@ S_EMIT = 4  # long mode: the piece's tokens up to this byte have been written
 S_LAMEND = 5  # long mode: lam is known for positions (F, S_LAMEND]
 S_ASCAN = 6  # long mode: anchor search resumes at this character boundary
 S_SEENLL = 7  # long mode, o200k: an Ll character was seen in [F, S_ASCAN)
-S_SEENNL = 8  # long mode: a CR/LF was seen in [F, S_ASCAN)
+S_SEENNL = 8  # long mode: a CR/LF was seen in [F, S_ASCAN); o200k words: a non-letter (the contraction)
 S_TYPE = 9  # long mode: the live piece's type (T_*)
 S_NOLONG = 10  # 1: long mode disabled (set when the incremental BPE found no candidate)
 S_KEEP = 11  # out: bytes before this are no longer needed
@@ -186,8 +186,8 @@ def token_trees(T, ordinary, max_len):
     syms = np.empty(max_len + 1, dtype=np.uint32)
     vals = np.empty(max_len + 8, dtype=np.int64)
     pv = np.empty(max_len + 8, dtype=np.int64)
-    pk = T.pair_keys
-    pvals = T.pair_vals
+    pk = T.pair_slots
+    pvals = T.rank_ids
     nopair = np.int64(0x7FFFFFFFFFFFFFFF)
     for t in range(n_vocab):
         if not ordinary[t]:
@@ -456,7 +456,7 @@ def _compat_slow(a, b, T, LW, vals):
         syms[k] = T.byte_ids[T.tok_bytes[oa + k]]
     for k in range(nb):
         syms[na + k] = T.byte_ids[T.tok_bytes[ob + k]]
-    m = merge_symbols(syms, 0, na + nb, T.pair_keys, T.pair_vals, vals)
+    m = merge_symbols(syms, 0, na + nb, T.pair_slots, T.rank_ids, vals)
     ok = m == 2 and syms[0] == a and syms[1] == b
     if LW.memo_count[0] * 2 >= len(keys):
         keys[:] = -1
@@ -478,8 +478,8 @@ def _extend_lam(buf, f, lo, hi, lam, lamlen, T, LT, LW, vals):
     rtok = LT.rt_token
     reach = LT.reach
     fast = LT.fast != 0
-    pk = T.pair_keys
-    pvals = T.pair_vals
+    pk = T.pair_slots
+    pvals = T.rank_ids
     crank = LT.crank
     split_l = LT.split_l
     split_r = LT.split_r
@@ -630,13 +630,14 @@ def _advance_anchor(kind, buf, st, k, s1, s2):
                 else:
                     ok = _in(M_O, c) and _in(M_O, c2) and seen_nl == 0
             elif typ == T_WORD:
-                ok = c == CLS_LL or (_in(M_ULET, c) and seen_ll == 0)
+                # never inside the contraction suffix: a scan from its letters is a new word
+                ok = seen_nl == 0 and (c == CLS_LL or (_in(M_ULET, c) and seen_ll == 0))
             if ok:
                 anch = q
         if c == CLS_LL:
             seen_ll = 1
         b = buf[q]
-        if b == 0x0A or b == 0x0D:
+        if b == 0x0A or b == 0x0D or (typ == T_WORD and q >= f + 1 and not _in(M_WORD, c)):
             seen_nl = 1
         q = q2
     st[S_ASCAN] = q
