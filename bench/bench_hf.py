@@ -1,22 +1,26 @@
-"""tltok_jit vs Hugging Face `tokenizers` on tokenizer.json models (Llama-3, Qwen2.5 by default).
+"""tltok_jit vs Hugging Face `tokenizers` (and fastokens / tokie when installed) on tokenizer.json models.
 
-    python bench/bench_hf.py                                  # llama3,qwen2.5 x english,chinese x whole,batch
+    python bench/bench_hf.py                                  # llama3,qwen2.5 x english,code,chinese x whole,batch
     python bench/bench_hf.py --models llama3 --corpora english --repeat 3 --threads 1,2
+    python bench/bench_hf.py --out bench/results/hf.md         # also writes hf.json beside it
 
-Methodology (as bench/README.md): every number comes from a FRESH PROCESS that loads the
-tokenizer.json, warms the instance up on OTHER text (the UDHR translations + the emoji test file,
-bench.data.warmup_text; batch modes: the same text split into documents), then times ONE call on the
-target input. `--repeat N` keeps the fastest of N processes. Modes:
+Methodology (as bench/README.md): every number comes from a FRESH PROCESS, pinned to `threads` CPUs
+before any library is imported, that loads the tokenizer.json, warms the instance up on OTHER text
+(the UDHR translations + the emoji test file, bench.data.warmup_text; batch modes: the same text
+split into documents), then times ONE call on the target input. `--repeat N` keeps the fastest of N
+processes. Modes:
 
-* whole: one `encode` of the whole corpus (ours: `enc.encode_to_numpy(text, allowed_special="all")`;
-  HF: `tok.encode(text, add_special_tokens=False)`); single-threaded by nature.
+* whole: one encode of the whole corpus, single-threaded (ours: `enc.encode_to_numpy(text,
+  allowed_special="all")`; HF: `tok.encode(text, add_special_tokens=False)`; fastokens / tokie: the
+  same call on their Tokenizer, with FASTOKENS_BPE_THREADS=1).
 * batch: the corpus split into ~1-2 KB documents (bench.data.split_docs); ours:
   `enc.encode_batch_to_numpy(docs, num_threads=T, allowed_special="all")`, HF:
-  `tok.encode_batch(docs, add_special_tokens=False)` with RAYON_NUM_THREADS=T.
+  `tok.encode_batch(docs, add_special_tokens=False)` with RAYON_NUM_THREADS=T; fastokens / tokie:
+  `encode_batch_flat(docs, add_special_tokens=False)`.
 
 MB/s = 10**6 bytes of UTF-8 input per wall second; cpuMB/s per CPU second of the process (the
-machine may be shared: the CPU figure is the steadier one for single-thread runs). Every run checks
-that our ids equal HF's ("exact").
+machine may be shared: the CPU figure and ratio(cpu) are the steadier ones for single-thread runs).
+Every run's ids are compared with HF's (column exact).
 """
 
 from __future__ import annotations
@@ -57,7 +61,22 @@ def worker(spec: dict) -> dict:
     warm = data.warmup_text()
     warm_docs = data.split_docs(warm, 512)
     t_load = time.perf_counter()
-    if lib == "tltok_jit":
+    if lib in ("fastokens", "tokie"):
+        if lib == "fastokens":
+            import fastokens
+
+            tok = fastokens.Tokenizer.from_file(path)
+        else:
+            import tokie
+
+            tok = tokie.Tokenizer.from_json(path)
+        if mode == "whole":
+            def call(x):
+                return tok.encode(x, add_special_tokens=False)
+        else:
+            def call(x):
+                return tok.encode_batch_flat(x, add_special_tokens=False)
+    elif lib == "tltok_jit":
         import tltok_jit
 
         enc = tltok_jit.from_file(path)
@@ -89,6 +108,9 @@ def worker(spec: dict) -> dict:
     # ids, for the exactness check (outside the timing)
     if lib == "tltok_jit":
         ids = res if mode == "whole" else res[0]
+    elif lib in ("fastokens", "tokie"):
+        ids = res.ids if mode == "whole" else (np.frombuffer(res[0], dtype=np.uint32) if lib == "fastokens"
+                                               else res[0])
     else:
         ids = np.array(res.ids if mode == "whole" else [i for e in res for i in e.ids], dtype=np.uint32)
     ids = np.asarray(ids, dtype=np.uint32)
@@ -102,6 +124,9 @@ def run_one(spec: dict, timeout: float) -> dict:
     env = dict(os.environ)
     env["RAYON_NUM_THREADS"] = str(spec["threads"])
     env["NUMBA_NUM_THREADS"] = str(max(spec["threads"], 1))
+    env["FASTOKENS_BPE_THREADS"] = str(spec["threads"])
+    env.pop("FASTOKENS_INPUT_CACHE", None)
+    env.pop("FASTOKENS_SEGMENT_CACHE", None)
     env["TOKENIZERS_PARALLELISM"] = "true" if spec["threads"] > 1 else "false"
     p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
                        env=env, timeout=timeout, cwd=str(REPO))
@@ -114,23 +139,35 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--models", default="llama3,qwen2.5")
-    ap.add_argument("--corpora", default="english,chinese")
+    ap.add_argument("--corpora", default="english,code,chinese")
     ap.add_argument("--modes", default="whole,batch")
     ap.add_argument("--threads", default="1,2", help="thread counts for batch mode")
-    ap.add_argument("--libs", default="tokenizers,tltok_jit")
+    ap.add_argument("--libs", default="tokenizers,tltok_jit,fastokens,tokie")
+    ap.add_argument("--out", help="write the table (markdown) there and the rows as JSON beside it")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=1800)
     args = ap.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
+        spec = json.loads(args.worker)
+        try:  # pin to `threads` CPUs before any library sizes a pool from the CPU count
+            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:max(int(spec["threads"]), 1)])
+        except (AttributeError, OSError):
+            pass
+        print(json.dumps(worker(spec)))
         return 0
+    load0 = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    libs = [x for x in args.libs.split(",") if _installed(x)]
+    if "tokenizers" in libs:  # the oracle first: the others are checked against its ids
+        libs.remove("tokenizers")
+        libs.insert(0, "tokenizers")
     rows = []
     for model in args.models.split(","):
         for corpus in args.corpora.split(","):
             for mode in args.modes.split(","):
                 for threads in ([1] if mode == "whole" else [int(t) for t in args.threads.split(",")]):
                     sha = {}
-                    for lib in args.libs.split(","):
+                    for lib in libs:
                         spec = {"lib": lib, "model": model, "corpus": corpus, "mode": mode, "threads": threads}
                         best = None
                         for _ in range(args.repeat):
@@ -144,25 +181,70 @@ def main(argv: list[str]) -> int:
                         if "error" not in best:
                             sha[lib] = best["ids_sha"]
                         print(_fmt(best), file=sys.stderr, flush=True)
-                    if len(set(sha.values())) > 1:
-                        print(f"  !! ids differ for {model}/{corpus}/{mode}/{threads}", file=sys.stderr)
-                    for r in rows[-len(args.libs.split(",")):]:
-                        r["exact"] = len(set(sha.values())) == 1
-    print("\n| model | corpus | mode | threads | lib | MB/s | cpuMB/s | ratio vs HF | exact |")
-    print("|---|---|---|---|---|---|---|---|---|")
+                    for r in rows[-len(libs):]:
+                        if "error" not in r:
+                            r["exact"] = "tokenizers" in sha and r["ids_sha"] == sha["tokenizers"]
+                            if not r["exact"]:
+                                print(f"  !! {r['lib']} ids differ from HF for {model}/{corpus}/{mode}/{threads}",
+                                      file=sys.stderr)
+    table = _table(rows)
+    print(table)
+    if args.out:
+        import platform
+
+        import importlib.metadata as md
+
+        versions = {}
+        for dist in ("tokenizers", "fastokens", "tokie", "numba", "numpy"):
+            try:
+                versions[dist] = md.version(dist)
+            except md.PackageNotFoundError:
+                pass
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=str(REPO)).stdout.strip()
+        head = [
+            "# tltok_jit vs Hugging Face tokenizers on tokenizer.json files",
+            "",
+            f"- date: {started}; commit {commit}; Python {platform.python_version()}; "
+            f"{os.cpu_count()} CPUs; versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+            f"- load average (1/5/15 min) at start {tuple(round(x, 2) for x in load0)}, at end "
+            f"{tuple(round(x, 2) for x in os.getloadavg())} (a shared machine: ratio(cpu) is the steadier figure)",
+            f"- command: `python bench/bench_hf.py {' '.join(argv)}`",
+            "- every number: a fresh process per measurement pinned to `thr` CPUs, warmed up on UDHR+emoji text, "
+            "ONE timed call on unseen text (best of the repeats); exact = ids equal HF tokenizers' ids",
+            "",
+        ]
+        out = Path(args.out)
+        out.write_text("\n".join(head) + table + "\n", encoding="utf-8")
+        out.with_suffix(".json").write_text(json.dumps({"date": started, "commit": commit, "versions": versions,
+                                                        "argv": argv, "rows": rows}, indent=1), encoding="utf-8")
+    return 0
+
+
+def _installed(lib: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tltok_jit" if lib == "tltok_jit" else lib) is not None
+
+
+def _table(rows: list[dict]) -> str:
+    lines = ["", "| model | corpus | mode | thr | lib | MB/s | cpuMB/s | ratio vs HF | ratio(cpu) vs HF | exact |",
+             "|---|---|---|---:|---|---:|---:|---:|---:|---|"]
     for r in rows:
         if "error" in r:
-            print(f"| {r['model']} | {r['corpus']} | {r['mode']} | {r['threads']} | {r['lib']} | error: {r['error']} |")
+            lines.append(f"| {r['model']} | {r['corpus']} | {r['mode']} | {r['threads']} | {r['lib']} | "
+                         f"error: {r['error']} | | | | |")
             continue
         hf = next((x for x in rows if x.get("lib") == "tokenizers" and x["model"] == r["model"]
                    and x["corpus"] == r["corpus"] and x["mode"] == r["mode"] and x["threads"] == r["threads"]
                    and "wall" in x), None)
         mbs = r["bytes"] / r["wall"] / 1e6
         cmbs = r["bytes"] / max(r["cpu"], 1e-9) / 1e6
-        ratio = f"{(hf['wall'] / r['wall']):.2f}x" if hf else "n/a"
-        print(f"| {r['model']} | {r['corpus']} | {r['mode']} | {r['threads']} | {r['lib']} | {mbs:.1f} | {cmbs:.1f} "
-              f"| {ratio} | {'yes' if r.get('exact') else 'NO'} |")
-    return 0
+        ratio = f"{(hf['wall'] / r['wall']):.1f}x" if hf else "n/a"
+        cratio = f"{(hf['cpu'] / max(r['cpu'], 1e-9)):.1f}x" if hf else "n/a"
+        lines.append(f"| {r['model']} | {r['corpus']} | {r['mode']} | {r['threads']} | {r['lib']} | {mbs:.1f} | "
+                     f"{cmbs:.1f} | {ratio} | {cratio} | {'yes' if r.get('exact') else 'NO'} |")
+    return "\n".join(lines)
 
 
 def _fmt(r: dict) -> str:

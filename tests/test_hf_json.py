@@ -9,7 +9,6 @@ ids is `enc.encode(text, allowed_special="all", add_special_tokens=...)` (HF alw
 
 from __future__ import annotations
 
-import copy
 import functools
 import glob
 import json
@@ -24,12 +23,12 @@ from hypothesis import strategies as st
 
 import tltok_jit
 from tltok_jit.loaders.hf_json import (
+    HFPipeline,
     SlowPretokenizerWarning,
     TokenizerConfigWarning,
     UnsupportedTokenizerError,
     bytes_to_unicode,
     hf_nfc,
-    read_hf_json,
 )
 from tltok_jit.model import TokenizerFileError
 
@@ -124,6 +123,46 @@ def test_udhr_parity(name):
     assert enc.encode_batch(texts[:10], allowed_special="all", add_special_tokens=True) == with_special
 
 
+WHOLE_CORPORA = ["english-war-and-peace.txt", "chinese-sanguo-yanyi.txt", "emoji-test.txt", "udhr"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("corpus", WHOLE_CORPORA)
+def test_whole_corpus_parity(name, corpus):
+    """Each shared corpus entire (udhr: its 106 files joined by newlines), ids and decode."""
+    enc, hf = pair(name)
+    if corpus == "udhr":
+        files = sorted(glob.glob(str(CORPORA / "udhr" / "*.txt")))
+        if not files:
+            pytest.skip(f"shared corpus missing: {CORPORA / 'udhr'}")
+        text = "\n".join(open(f, encoding="utf-8").read() for f in files)
+    else:
+        text = _corpus(corpus)
+    assert_same_ids(enc, hf, text, add_special_tokens=True, label=corpus)
+    assert_same_decode(enc, hf, hf.encode(text).ids, corpus)
+
+
+@pytest.mark.parametrize("name,prefix", [("llama3", []), ("mistral-7b", [1]), ("mistral-nemo", [1]), ("qwen2.5", [])])
+def test_add_special_tokens_prefix(name, prefix):
+    """What add_special_tokens=True puts in front is the post_processor's: the shared Llama-3 file's is
+    `ByteLevel` only (no TemplateProcessing), so tokenizers adds NO <|begin_of_text|> for it, and neither
+    do we; tokenizer_config.json's bos_token does not change that (transformers' PreTrainedTokenizerFast
+    does not add it either)."""
+    enc, hf = pair(name)
+    for text in ["", "Hello", "<s>x", "<|begin_of_text|>x", " a\n"]:
+        ids = hf.encode(text, add_special_tokens=True).ids
+        assert ids[:len(prefix)] == prefix
+        assert enc.encode(text, allowed_special="all", add_special_tokens=True) == ids
+    if name == "llama3":
+        cfg = get_shared_path("tokenizers/llama3/tokenizer_config.json")
+        with_cfg = tltok_jit.from_file(_path(name), config=cfg)
+        assert with_cfg.encode("Hello", add_special_tokens=True) == hf.encode("Hello").ids == [9906]
+    texts = ["a", "", "<|eot_id|> b", "ü" * 50, "<s> </s>"]
+    assert enc.encode_batch(texts, allowed_special="all", add_special_tokens=True) == \
+        [e.ids for e in hf.encode_batch(texts, add_special_tokens=True)]
+
+
 # ---------------------------------------------------------------------------------------------- edge cases
 
 EDGE = [
@@ -165,6 +204,63 @@ def test_edge_cases(name):
         assert_same_decode(enc, hf, hf.encode(text, add_special_tokens=True).ids, repr(text[:30]))
 
 
+# characters outside the vocabulary (emoji, rare CJK, controls, lone marks), space runs, leading spaces,
+# the added tokens inside text and look-alikes, literal byte-token text, the Metaspace character
+HARD = ["", " ", "  ", "   ", "\n", "\n\n", " \n ", "\t", "a", " a", "  a", "a ", "a  ", "▁", "▁▁", " ▁ ", "▁a",
+        "😀", "👩‍👩‍👧‍👦", "🇫🇷🇩🇪", "a😀b", " 😀 ", "\U0002A6D6", "\U00030000", "\U000323AF", "𠀀𠀁", "齉龘",
+        "\x00", "\x01\x02", "\x1f", "\x7f", "\x85", "\u200b", "\ufeff", "\u2028", "\ufffd", "\U0010FFFF", "\U000E0001",
+        "\u0301", "\u0301\u0301", " \u0301", "a\u0301", "\u0338", "\u20dd", "\u093f",
+        "<s>", "</s>", "<unk>", "<s></s>", "<s>hello</s> world", " <s> ", "<s> a", "a<s>b", "<s><s>", "<0x41>",
+        "<0x0A>", "hello <unk> world", "<s>😀</s>", "</s>\n", "<<s>>", "<s", "s>", "<", ">",
+        "Hello world!  It's 12345.", "日本語のテキスト", "中文 汉字 漢字", "Ünïcödé façade", "ǅungla",
+        " " * 20 + "x", "x" + " " * 20, "\t\t\tdef f():\n\t\treturn 1\n", "a\r\nb", "\u3000\u3000全角",
+        "ｈｅｌｌｏ", "ﬁ ﬂ", "Å Å Å", "한국어 텍스트", "ÿ", "\xa0", "a\xa0b"]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_hard_strings(name):
+    enc, hf = pair(name)
+    for text in HARD:
+        for add in (False, True):
+            assert_same_ids(enc, hf, text, add_special_tokens=add)
+        assert_same_decode(enc, hf, hf.encode(text, add_special_tokens=True).ids, repr(text))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_decode_arbitrary_ids(name):
+    """decode(ids, skip_special_tokens=...) of random id lists: byte tokens that form no valid UTF-8,
+    specials anywhere, Metaspace pieces at the start."""
+    enc, hf = pair(name)
+    rnd = random.Random(name)
+    size = hf.get_vocab_size(with_added_tokens=True)
+    for _ in range(2000):
+        ids = [rnd.randrange(size) if rnd.random() < 0.7 else rnd.randrange(min(300, size))
+               for _ in range(rnd.randint(0, 6))]
+        for skip in (False, True):
+            assert enc.decode(ids, skip_special_tokens=skip) == hf.decode(ids, skip_special_tokens=skip), (ids, skip)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_edge_case_generator(name):
+    """tests/edge_cases.py (every category, surrogate-free strings: tokenizers rejects surrogates), batch
+    and one by one, with and without the template."""
+    from edge_cases import edge_case_strings, has_surrogates
+
+    enc, hf = pair(name)
+    texts = [t for t in edge_case_strings() if not has_surrogates(t)]
+    theirs = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    ours = enc.encode_batch(texts, allowed_special="all", num_threads=2)
+    bad = [t for t, a, b in zip(texts, ours, theirs) if a != b]
+    assert not bad, f"{len(bad)} differ, e.g. {bad[:3]!r}"
+    for t, ids in zip(texts[::5], theirs[::5]):
+        assert enc.encode(t, allowed_special="all") == ids, repr(t)
+    sub = texts[::17]
+    assert enc.encode_batch(sub, allowed_special="all", add_special_tokens=True) == \
+        [e.ids for e in hf.encode_batch(sub, add_special_tokens=True)]
+    for t, ids in zip(texts[::23], theirs[::23]):
+        assert enc.decode(ids) == hf.decode(ids, skip_special_tokens=False), repr(t)
+
+
 def _alphabet():
     chars = list(" \t\n\r  \u3000\u00a0aAzZ09'sStTſ.,!?/-_<>|\u0301\u0308\u0338\u0663\u00e9\u00c9\u01c5\u02b0\u4e00\u65e5"
                  "\U0001F600\u200d\U0001f3fd\u2028\x0b\x04\x00\u0d3b\u1161\u11a8Å\u212b\U00011de0\U00040000")
@@ -184,6 +280,23 @@ def test_random_mixtures(name):
         assert ours == ids, f"{name} {t!r}: ours {ours} HF {ids}"
     for t, ids in zip(texts[:500], theirs):
         assert enc.decode(ids) == hf.decode(ids, skip_special_tokens=False), repr(t)
+
+
+@pytest.mark.parametrize("name", ["qwen2.5", "smollm2", "mistral-7b", "llama3"])
+def test_batch_mixes_kernel_and_python_rows(name):
+    """encode_batch: rows the kernels take as they are (ASCII under NFC, no missing byte) and rows that
+    need the Python path (non-NFC, bytes the vocabulary lacks, added tokens), empty rows, interleaved."""
+    enc, hf = pair(name)
+    rnd = random.Random(name)
+    parts = ["a", "\x04", "é", "e\u0301", "", " ", "<|im_start|>", "\x13", "日本", "Å", "<s>", "12"]
+    docs = ["".join(rnd.choice(parts) for _ in range(rnd.randint(0, 6))) for _ in range(3000)]
+    docs += ["plain ascii row"] * 5 + [""] * 3
+    theirs = [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
+    for threads in (1, 2):
+        assert enc.encode_batch(docs, allowed_special="all", num_threads=threads) == theirs
+    ascii_only = [d for d in docs if d.isascii() and "\x04" not in d and "\x13" not in d]
+    assert enc.encode_batch(ascii_only, allowed_special="all") == \
+        [e.ids for e in hf.encode_batch(ascii_only, add_special_tokens=False)]
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -346,13 +459,16 @@ REFUSALS = [
      "normalizer.normalizers[1].type", "Lowercase"),
     ({"normalizer": {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "}}, "normalizer.pattern", "Regex"),
     ({"pre_tokenizer": {"type": "Whitespace"}}, "pre_tokenizer.type", "Whitespace"),
-    ({"pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}},
-     "pre_tokenizer.type", "Metaspace"),
+    ({"pre_tokenizer": {"type": "Punctuation", "behavior": "Isolated"}}, "pre_tokenizer.type", "Punctuation"),
+    ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}},
+     "pre_tokenizer", "Metaspace"),
     ({"pre_tokenizer.add_prefix_space": True}, "pre_tokenizer.add_prefix_space", "true"),
     ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Isolated", "invert": True},
+        {"type": "Split", "pattern": {"Regex": "[a-z&&[^x]]"}, "behavior": "Isolated", "invert": False},
         {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}},
-     "pre_tokenizer.pretokenizers[0].invert", "true"),
+     "pre_tokenizer.pretokenizers[0].pattern", "&&"),
     ({"decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True}}, "decoder.type", "WordPiece"),
     ({"post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 1], "cls": ["[CLS]", 0]}},
      "post_processor.type", "BertProcessing"),
@@ -416,6 +532,171 @@ def test_unknown_split_pattern_runs_in_python_with_a_warning(tmp_path):
     assert enc.encode(text, allowed_special="all") == hf.encode(text).ids
     for t in EDGE[:12]:
         assert enc.encode(t, allowed_special="all") == hf.encode(t).ids, repr(t)
+
+
+def char_level(pre, decoder, normalizer=None) -> dict:
+    """A small SentencePiece-style (character-level, byte_fallback) tokenizer.json."""
+    chars = list("abcdehlorwxyz ▁.,!'0123456789日本<>/")
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for c in chars:
+        vocab.setdefault(c, len(vocab))
+    merges = []
+    for a, b in [("▁", "h"), ("e", "l"), ("el", "l"), ("▁h", "ell"), ("▁hell", "o"), ("▁", "w"), ("o", "r"),
+                 ("▁w", "or"), ("l", "d"), ("▁wor", "ld"), ("▁", "▁"), ("日", "本"), ("1", "2")]:
+        vocab.setdefault(a + b, len(vocab))
+        merges.append(f"{a} {b}")
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for c, i in (("<unk>", 0), ("<s>", 1), ("</s>", 2))],
+        "normalizer": normalizer, "pre_tokenizer": pre,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": decoder,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "vocab": vocab, "merges": merges},
+    }
+
+
+SP_DECODER = {"type": "Sequence", "decoders": [
+    {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"},
+    {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+CHAR_LEVEL_CASES = {
+    "metaspace-always": ({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+                         {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}, None),
+    "metaspace-first": ({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True},
+                        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}, None),
+    "metaspace-never-nosplit": ({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": False},
+                                {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never"}, None),
+    "metaspace-legacy": ({"type": "Metaspace", "replacement": "▁", "add_prefix_space": True},
+                         {"type": "Metaspace", "replacement": "▁", "add_prefix_space": True}, None),
+    "prepend-replace": (None, SP_DECODER, {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}),
+    "split-behaviours": ({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithNext", "invert": False},
+        {"type": "Split", "pattern": {"Regex": "[.,!]+"}, "behavior": "MergedWithPrevious", "invert": False},
+        {"type": "Split", "pattern": {"Regex": "[0-9]"}, "behavior": "Contiguous", "invert": False},
+        {"type": "Split", "pattern": {"String": "x"}, "behavior": "Removed", "invert": False},
+        {"type": "Digits", "individual_digits": False}]}, None, None),
+    "split-inverted-anchors": ({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "^ *|\\w+$"}, "behavior": "MergedWithNext", "invert": True},
+        {"type": "Split", "pattern": {"Regex": "(?=l)|o"}, "behavior": "Contiguous", "invert": False}]}, None, None),
+    # Metaspace "first" prepends only to a piece at offset 0 of the text: not after a removed match
+    "removed-then-metaspace-first": ({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "^x+|!"}, "behavior": "Removed", "invert": False},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}]},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHAR_LEVEL_CASES))
+def test_character_level_pipelines_match_hf(tmp_path, case):
+    pre, dec, norm = CHAR_LEVEL_CASES[case]
+    path = write(tmp_path, char_level(pre, dec, norm))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SlowPretokenizerWarning)
+        enc = tltok_jit.from_file(path)
+    hf = tokenizers.Tokenizer.from_file(path)
+    rnd = random.Random(11)
+    alpha = list("abcdehlorwxyz  ▁..,!'0129日本😀é\n") + ["hello", " world", "<s>", "</s>", "  ", "12", "x."]
+    texts = ["", " ", "hello world", " hello  world ", "<s>hello</s> world", "▁x y"]
+    texts += ["".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 12))) for _ in range(1500)]
+    for t in texts:
+        for add in (False, True):
+            assert enc.encode(t, allowed_special="all", add_special_tokens=add) == hf.encode(t, add_special_tokens=add).ids, repr(t)
+        ids = hf.encode(t).ids
+        for skip in (False, True):
+            assert enc.decode(ids, skip_special_tokens=skip) == hf.decode(ids, skip_special_tokens=skip), (repr(t), ids)
+
+
+# ---------------------------------------------------------------------------------------------- steps vs tokenizers
+
+HF_BEHAVIORS = {"Isolated": "isolated", "Removed": "removed", "MergedWithPrevious": "merged_with_previous",
+                "MergedWithNext": "merged_with_next", "Contiguous": "contiguous"}
+# Oniguruma syntax as tokenizers compiles it: empty matches, anchors (line anchors there), (?m) (dot-all
+# there), \Z / \z, \h, \x{..}, properties (Unicode 16 there, maybe newer in the `regex` module)
+SPLIT_PATTERNS = ["a", "ab", "a+", "[ab]", " ", "x|yy", r"\s+", "(?=a)|b", "a*", r"\s*", "x?", "(?<=a)", "",
+                  r"\b", "^a", "a$", "^", "$", "$|^", r"\Ab", r"b\z", r"b\Z", ".", "(?m:.)", "(?m).", "(?i:A)b",
+                  "(?i)a(?-i)A", r"\h+", r"\H", r"[\h]", r"\x{e9}", r"[\x{e9}-\x{ff}]", "[]a]", "[^]a]", r"\n",
+                  r"\R", r"\X", r"\p{L}+", r"[^\s\p{L}]", r"\p{N}", r"\p{M}", r"\p{Lu}\p{Ll}*"]
+SPLIT_TEXTS = ["", "a", "aa", "aaa", "b", "ab", "ba", "bab", "aba", "abab", "a a", " a", "a ", "  ", "   a  ",
+               "\n", "a\n", "\na", "a\nb\n", "\n\n", "x yy", "yyy", "é\u0301", "\U00011de0", "\ua7ce\ua7cf"]
+# \U00011de0 (Nd), \ua7ce / \ua7cf (Lu / Ll), \u0c5c, \u1acf: assigned in Unicode 17, unassigned in 16
+SPLIT_ALPHABET = list("aabxyy c\n\r\t\u00e9\u0301Aé١ÿ") + ["\U00011de0", "\ua7ce", "\u0c5c", "\u1acf", "ab", "\n\n"]
+
+
+@pytest.mark.parametrize("pattern", SPLIT_PATTERNS)
+def test_split_step_equals_hf_split(pattern):
+    """The Python Split step (onig find_iter + SplitDelimiterBehavior folds, invert) against
+    `tokenizers.pre_tokenizers.Split` for every behavior, on fixed tricky strings and random ones."""
+    from tltok_jit.loaders.hf_json import _split_behavior, compile_onig
+
+    compiled = compile_onig(pattern)
+    rnd = random.Random(pattern)
+    texts = SPLIT_TEXTS + ["".join(rnd.choice(SPLIT_ALPHABET) for _ in range(rnd.randint(1, 10)))
+                           for _ in range(300)]
+    for ours_b, hf_b in HF_BEHAVIORS.items():
+        for invert in (False, True):
+            hf = tokenizers.pre_tokenizers.Split(tokenizers.Regex(pattern), hf_b, invert=invert)
+            for t in texts:
+                theirs = [p for p, _ in hf.pre_tokenize_str(t)]
+                ours, _ = _split_behavior([t], compiled, ours_b, invert)
+                assert ours == theirs, (pattern, ours_b, invert, t)
+
+
+@pytest.mark.parametrize("pattern,needle", [("[a&&b]", "&&"), ("[[a]b]", "nested"), ("(?s).", "group option"),
+                                            ("(?W)a", "group option"), ("a\\", "backslash"), ("[ab", "unterminated")])
+def test_untranslatable_onig_patterns_are_refused(pattern, needle):
+    from tltok_jit.loaders.hf_json import compile_onig
+
+    with pytest.raises(ValueError, match=needle):
+        compile_onig(pattern)
+
+
+def test_regex_module_classes_mapped_to_unicode_16():
+    """The `regex` module may know a newer Unicode than Oniguruma (regex 2026.x: Unicode 17). The Python
+    split replaces the code points it classes differently by stand-ins of their Unicode 16 class: after
+    that, regex's \\p{Lu} ... \\p{N}, \\s agree with our Unicode 16 table on every code point."""
+    import regex
+
+    from tltok_jit.loaders.hf_json import _CLASS_PROPS, _unicode16_text
+    from tltok_jit.unicode import class_tables
+
+    s1, s2, _ = class_tables()
+    cps = np.array(ALL_CPS, dtype=np.int64)
+    ours = s2[(s1[cps >> 8].astype(np.int64) << 8) | (cps & 255)]
+    text = _unicode16_text("".join(map(chr, ALL_CPS)))
+    theirs = np.zeros(len(cps), dtype=np.uint8)
+    for code, prop in _CLASS_PROPS:
+        theirs[[m.start() for m in regex.finditer(prop, text)]] = code
+    bad = np.nonzero(ours != theirs)[0]
+    assert not len(bad), [hex(int(cps[i])) for i in bad[:10]]
+
+
+def test_metaspace_step_and_decoder_equal_hf():
+    from tltok_jit.loaders.hf_json import HFRuntime, _metaspace
+
+    rnd = random.Random(5)
+    alpha = list("ab  ▁▁x\n\t_") + ["▁a", " b", "  ", "日本"]
+    texts = ["", " ", "  ", "▁", " a", "a ", "▁a", "a▁", "a  b", "▁▁", " ▁ "]
+    texts += ["".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 8))) for _ in range(500)]
+    pieces = ["▁a", "b", "▁", "▁▁", "x▁y", "_", " ", "a_b", "", "_▁"]
+    for rep in ("▁", "_"):
+        for scheme in ("always", "first", "never"):
+            for split in (True, False):
+                hf = tokenizers.pre_tokenizers.Metaspace(replacement=rep, prepend_scheme=scheme, split=split)
+                for t in texts:
+                    ours = [p for p in _metaspace([t], rep, scheme, split, True) if p]
+                    assert ours == [p for p, _ in hf.pre_tokenize_str(t)], (rep, scheme, split, t)
+            dec = tokenizers.decoders.Metaspace(replacement=rep, prepend_scheme=scheme)
+            for _ in range(300):
+                toks = [rnd.choice(pieces) for _ in range(rnd.randint(0, 5))]
+                rt = type("R", (), {"pipe": HFPipeline(decoder=(("metaspace", rep, scheme),), token_strings=toks)})
+                assert HFRuntime.decode_python(rt, np.arange(len(toks))) == dec.decode(toks), (rep, scheme, toks)
 
 
 # ---------------------------------------------------------------------------------------------- config trap
@@ -488,9 +769,10 @@ def _members(pattern: str) -> set[int]:
     return set(ALL_CPS) - non
 
 
-@pytest.mark.slow
 def test_onig_classes_are_our_unicode_16_table():
-    """HF's Split regexes run on Oniguruma: \\s is White_Space and \\p{L}/\\p{N}/\\p{M} are Unicode 16."""
+    """HF's Split regexes run on Oniguruma: over every code point, \\s is White_Space and \\p{L}, its five
+    subcategories, \\p{N} and \\p{M} equal our Unicode 16.0 table (unicodedata2 16.0.0). Fails when the
+    oracle's Unicode moves (then generate the table of its version and switch the HF kinds to it)."""
     from tltok_jit.unicode import CLS_LL, CLS_LM, CLS_LO, CLS_LT, CLS_LU, CLS_MARK, CLS_NUMBER, CLS_SPACE, class_tables
 
     s1, s2, _ = class_tables()
@@ -498,8 +780,84 @@ def test_onig_classes_are_our_unicode_16_table():
     ours = lambda codes: {cp for cp, c in zip(ALL_CPS, cls.tolist()) if c in codes}  # noqa: E731
     assert _members(r"\s") == ours({CLS_SPACE})
     assert _members(r"\p{L}") == ours({CLS_LU, CLS_LL, CLS_LT, CLS_LM, CLS_LO})
+    for prop, code in ((r"\p{Lu}", CLS_LU), (r"\p{Ll}", CLS_LL), (r"\p{Lt}", CLS_LT), (r"\p{Lm}", CLS_LM),
+                       (r"\p{Lo}", CLS_LO)):
+        assert _members(prop) == ours({code}), prop
     assert _members(r"\p{N}") == ours({CLS_NUMBER})
     assert _members(r"\p{M}") == ours({CLS_MARK})
+
+
+# assigned in Unicode 16.0 / only in 17.0 (unassigned in 16.0)
+ONIG_NEW_IN_16 = [0x1C89, 0x1C8A, 0x10D51, 0x10D73, 0x105C0, 0x10D4E, 0x16D40, 0x10D40, 0x116DA, 0x1CCF0]
+ONIG_NEW_IN_17 = [0xA7CE, 0xA7CF, 0x088F, 0x16EA4, 0x16EC0, 0xA7F1, 0x11DE0, 0x16FF4]
+
+
+def test_onig_unicode_version_is_16():
+    """Oniguruma in tokenizers 0.23 has Unicode 16.0 data: the scripts added in 16.0 are known, those of
+    17.0 are not, and the letters / numbers added in 16.0 are \\p{L} / \\p{N} while 17.0's are not."""
+    regex_ = tokenizers.Regex
+    for script in ("Garay", "Todhri", "Kirat_Rai"):
+        tokenizers.pre_tokenizers.Split(regex_(rf"\p{{{script}}}"), "isolated")
+    for script in ("Sidetic", "Tolong_Siki", "Beria_Erfe"):
+        with pytest.raises(Exception, match="invalid character property name"):
+            tokenizers.pre_tokenizers.Split(regex_(rf"\p{{{script}}}"), "isolated")
+    split = tokenizers.pre_tokenizers.Split(regex_(r"[\p{L}\p{N}]"), "removed")
+    for cp in ONIG_NEW_IN_16:
+        assert split.pre_tokenize_str("." + chr(cp) + ".") == [(".", (0, 1)), (".", (2, 3))], hex(cp)
+    for cp in ONIG_NEW_IN_17:
+        assert [p for p, _ in split.pre_tokenize_str("." + chr(cp) + ".")] == ["." + chr(cp) + "."], hex(cp)
+    # the real files agree: in Llama-3's and Qwen2.5's split, ".Xab" is one piece iff X is a letter
+    for name in ("llama3", "qwen2.5"):
+        pre = pair(name)[1].pre_tokenizer
+        for cp in ONIG_NEW_IN_16[:7]:  # letters
+            assert [o for _, o in pre.pre_tokenize_str("." + chr(cp) + "ab")] == [(0, 4)], (name, hex(cp))
+        for cp in ONIG_NEW_IN_17[:6]:  # letters in 17 only
+            assert [o for _, o in pre.pre_tokenize_str("." + chr(cp) + "ab")] == [(0, 2), (2, 4)], (name, hex(cp))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["llama3", "qwen2.5", "mistral-nemo", "smollm2"])
+def test_every_code_point_in_contexts_equals_hf(name):
+    """Whole-pipeline check of the Unicode classes: every code point in a few contexts, encoded by HF and by
+    us (each context is one text of all code points, separated by U+3000)."""
+    enc, hf = pair(name)
+    for cx in ("a{c}1", " {c}", "{c}{c}a", "1{c}'s", "A{c}a "):
+        text = "\u3000".join(cx.format(c=chr(cp)) for cp in ALL_CPS)
+        assert_same_ids(enc, hf, text, label=f"every code point in {cx!r}")
+
+
+SCANNER_CONTEXTS = ["a{c}b", " {c}{c}", "x'{c}y", "1{c}2", "{c}  {c}", "A{c}a", "{c}\n ", " {c} ", "'{c}",
+                    "{c}'s", "  {c}", "\u0301{c}", "{c}\u0301a", "{c}1234"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpt2", "gpt2_digits", "llama3", "qwen2", "tekken"])
+def test_scanner_equals_hf_pretokenizer_for_every_code_point(kind):
+    """Each hand-written scanner against the HF pre-tokenizer it replaces (Oniguruma), every code point
+    in 14 contexts, joined by U+3000."""
+    from tltok_jit import patterns as P
+    from tltok_jit.kernels.scan import piece_ends
+    from tltok_jit.tables import PATTERN_KINDS, class_tables_for
+
+    pt = tokenizers.pre_tokenizers
+    if kind == "gpt2":
+        hf = pt.Split(tokenizers.Regex(P.GPT2_ORIGINAL_PATTERN), "isolated")
+    elif kind == "gpt2_digits":
+        hf = pt.Sequence([pt.Digits(individual_digits=True),
+                          pt.Split(tokenizers.Regex(P.GPT2_ORIGINAL_PATTERN), "isolated")])
+    else:
+        pat = {"llama3": P.LLAMA3_PATTERN, "qwen2": P.QWEN2_PATTERN, "tekken": P.TEKKEN_PATTERN}[kind]
+        hf = pt.Split(tokenizers.Regex(pat), "isolated")
+    s1, s2, _ = class_tables_for(kind)
+    for cx in SCANNER_CONTEXTS:
+        text = "\u3000".join(cx.format(c=chr(cp)) for cp in ALL_CPS)
+        data = text.encode("utf-8")
+        ends = piece_ends(PATTERN_KINDS[kind], np.frombuffer(data, dtype=np.uint8), 0, len(data), s1, s2).tolist()
+        ours = [data[a:b].decode("utf-8") for a, b in zip([0] + ends[:-1], ends)]
+        theirs = [p for p, _ in hf.pre_tokenize_str(text)]
+        if ours != theirs:
+            i = _first_diff(ours, theirs)
+            pytest.fail(f"{kind} context {cx!r}: piece {i}: ours {ours[max(0, i - 2):i + 3]!r} HF {theirs[max(0, i - 2):i + 3]!r}")
 
 
 def test_onig_whitespace_spot_checks():

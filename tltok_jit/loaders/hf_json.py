@@ -1,4 +1,4 @@
-"""Hugging Face `tokenizer.json` -> ModelDescription, plus the text pipeline around the kernels.
+r"""Hugging Face `tokenizer.json` -> ModelDescription, plus the text pipeline around the kernels.
 
     enc = tltok_jit.from_file("tokenizer.json", config="tokenizer_config.json")   # config optional
 
@@ -15,10 +15,18 @@ the JSON field and its value, so a file that loads is a file encoded exactly):
   are dropped from their piece, as HF does without `unk_token`.
   Character-level models (no ByteLevel step, e.g. Mistral-7B): initial symbols are characters,
   with `byte_fallback` to `<0xNN>` tokens.
-* pre_tokenizer: null, `ByteLevel` (add_prefix_space false), `Split` (Regex/String pattern,
-  invert false), `Digits`, and a `Sequence` of them. Known combinations run on hand-written
-  scanners (GPT-2, SmolLM2, Llama-3, Qwen2, Tekken); any other one runs through a Python
-  pretokenizer built on the `regex` module, with a warning naming the pattern.
+* pre_tokenizer: null, `ByteLevel` (add_prefix_space false), `Split` (Regex/String pattern, any
+  behavior, invert), `Digits`, `Metaspace` (character-level models), and a `Sequence`. Known
+  combinations run on hand-written scanners (GPT-2, SmolLM2, Llama-3, Qwen2, Tekken); any other one
+  runs through a Python pretokenizer built on the `regex` module, with a warning naming the pattern.
+  That pretokenizer reproduces `tokenizers`' Split exactly: Oniguruma's find_iter (an empty match
+  right where the previous match ended is skipped, other empty matches split), the
+  SplitDelimiterBehavior folds, and Oniguruma syntax translated (`onig_to_python`: `^`/`$` are line
+  anchors, `(?m)` is dot-all, `\Z`, `\z`, `\h`, `\x{..}`); patterns it cannot translate
+  (nested classes, `&&`, other group options) are refused. Known residual differences: `\w` and
+  the POSIX brackets (`[[:punct:]]`...) of Oniguruma differ from `regex`'s on some code points
+  (e.g. onig's `\w` holds U+00B2, U+00B3, U+00B9, U+00BC-U+00BE; its `[[:punct:]]` holds the
+  circled letters U+24B6...), so patterns using them are exact only away from those characters.
 * normalizer: null, `NFC` (Unicode 9.0 as in `tokenizers`, see `hf_nfc`), `Prepend`, `Replace`
   (String pattern), `Sequence`. Normalization is applied between added tokens, as HF does.
 * added_tokens: `special`, `normalized`; `lstrip` / `rstrip` / `single_word` true are refused
@@ -28,8 +36,24 @@ the JSON field and its value, so a file that loads is a file encoded exactly):
 * post_processor: null, `ByteLevel` (adds nothing), `TemplateProcessing` (single sequence),
   `Sequence`; used by `encode(..., add_special_tokens=True)`.
 * decoder: `ByteLevel` (fast byte gather), or a Python chain of `Replace` (String), `ByteFallback`,
-  `Fuse`, `Strip`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF).
+  `Fuse`, `Strip`, `Metaspace`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF).
 * `truncation` / `padding` must be null.
+
+Unicode versions (measured with tokenizers 0.23.3; tests in tests/test_hf_json.py):
+
+* Split regexes run on Oniguruma (the `onig` crate 6.5.3), whose Unicode data is 16.0: over all
+  1,112,064 code points its `\s` (White_Space), `\p{L}`, `\p{Lu}` ... `\p{Lo}`, `\p{N}` and
+  `\p{M}` equal the shipped Unicode 16.0 class table (generated from unicodedata2 16.0.0), so the
+  scanners use it unchanged; it knows the scripts added in 16.0 (Garay, Todhri) and not those of
+  17.0 (Sidetic, Tolong_Siki), and the letters added in 17.0 (U+A7CE, U+088F, ...) are not letters
+  there (`test_onig_classes_are_our_unicode_16_table`, `test_onig_unicode_version_is_16`).
+* the `Digits` pre-tokenizer uses Rust's `char::is_numeric` (Unicode 17.0 in the Rust that built
+  0.23.3): 13 code points more than 16.0's \p{N} (`tables.RUST_NUMERIC_EXTRA`).
+* the NFC normalizer has Unicode 9.0 tables (`hf_nfc`).
+* the `regex` module of the Python pretokenizer may be newer (regex 2026.5.9: Unicode 17.0, 4,700
+  code points classed differently from 16.0, all unassigned in 16.0 but one, U+0295, Ll in 16.0
+  and Lo in 17.0); before a Python split those code points are replaced by stand-ins of their
+  Unicode 16 class (`_unicode16_text`), so the split sees Unicode 16 classes.
 
 tokenizer_config.json (the "added-token trap"): `added_tokens_decoder` entries missing from the
 tokenizer.json are added in declared-id order with the id `tokenizers` would assign (the next free
@@ -38,6 +62,7 @@ one), and a `TokenizerConfigWarning` names every token whose id differs from the
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -172,11 +197,13 @@ class HFPipeline:
     normalizers:  ("nfc",) / ("prepend", s) / ("replace", old, new), applied in order to the text
                   between added tokens (never to the added tokens themselves).
     pre_steps:    Python pretokenizer steps when no scanner implements the pre-tokenizer, else None:
-                  ("split", pattern, behavior) / ("digits", individual) / ("gpt2",).
+                  ("split", pattern, behavior, invert) / ("digits", individual) / ("gpt2",) /
+                  ("metaspace", replacement, prepend_scheme, split).
     prefix_ids / suffix_ids: what `add_special_tokens=True` puts around a single sequence.
     decoder:      None = byte gather (ByteLevel); else the Python decoder chain, steps
                   ("bytelevel",) / ("replace", old, new) / ("bytefallback",) / ("fuse",) /
-                  ("strip", content, start, stop) / ("join_space",).
+                  ("strip", content, start, stop) / ("metaspace", replacement, prepend_scheme) /
+                  ("join_space",).
     token_strings: id -> token string (for Python decoders); None when unused.
     special_ids:  added tokens with special=True (skipped by decode(skip_special_tokens=True)).
     missing_bytes: single bytes absent from a byte-level vocabulary (dropped, as HF does).
@@ -228,7 +255,8 @@ _SPLIT_BEHAVIORS = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext
 
 
 def _flatten_pre(pre, where, fieldname="pre_tokenizer") -> list[tuple]:
-    """pre_tokenizer JSON -> steps ("bytelevel", use_regex) / ("split", pattern, behavior) / ("digits", individual)."""
+    """pre_tokenizer JSON -> steps ("bytelevel", use_regex) / ("split", pattern, behavior, invert) /
+    ("digits", individual) / ("metaspace", replacement, prepend_scheme, split)."""
     if pre is None:
         return []
     t = _type(pre, where, fieldname)
@@ -256,16 +284,35 @@ def _flatten_pre(pre, where, fieldname="pre_tokenizer") -> list[tuple]:
             ptext = regex.escape(ptext)
         elif ptype != "Regex":
             raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat)
-        if pre.get("invert", False):
-            raise UnsupportedTokenizerError(where, f"{fieldname}.invert", pre.get("invert"))
+        invert = pre.get("invert", False)
+        if not isinstance(invert, bool):
+            raise UnsupportedTokenizerError(where, f"{fieldname}.invert", invert)
         behavior = pre.get("behavior", "Isolated")
         if behavior not in _SPLIT_BEHAVIORS:
             raise UnsupportedTokenizerError(where, f"{fieldname}.behavior", behavior)
-        return [("split", ptext, behavior)]
+        try:
+            compile_onig(ptext)
+        except ValueError as e:
+            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat, str(e)) from None
+        return [("split", ptext, behavior, invert)]
     if t == "Digits":
         return [("digits", bool(pre.get("individual_digits", False)))]
+    if t == "Metaspace":
+        return [("metaspace",) + _metaspace_fields(pre, where, fieldname) + (bool(pre.get("split", True)),)]
     raise UnsupportedTokenizerError(where, f"{fieldname}.type", t,
-                                    "supported: ByteLevel, Split, Digits, Sequence")
+                                    "supported: ByteLevel, Split, Digits, Metaspace, Sequence")
+
+
+def _metaspace_fields(obj, where, fieldname) -> tuple[str, str]:
+    rep = obj.get("replacement", "\u2581")
+    if not isinstance(rep, str) or len(rep) != 1:
+        raise UnsupportedTokenizerError(where, f"{fieldname}.replacement", rep, "one character")
+    scheme = obj.get("prepend_scheme")
+    if scheme is None:  # the older form
+        scheme = "always" if obj.get("add_prefix_space", True) else "never"
+    if scheme not in ("always", "first", "never"):
+        raise UnsupportedTokenizerError(where, f"{fieldname}.prepend_scheme", scheme)
+    return rep, scheme
 
 
 def _flatten(obj, where, fieldname, listkey) -> list[dict]:
@@ -328,15 +375,17 @@ def _decoders(dec, where, byte_level: bool) -> tuple | None:
             steps.append(("fuse",))
         elif t == "Strip":
             steps.append(("strip", d.get("content", " "), int(d.get("start", 0)), int(d.get("stop", 0))))
+        elif t == "Metaspace":
+            steps.append(("metaspace",) + _metaspace_fields(d, where, fname))
         else:
             raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported decoders: ByteLevel, Replace, ByteFallback, Fuse, Strip, Sequence")
+                                            "supported decoders: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence")
     if byte_level and steps == [("bytelevel",)]:
         return None  # the kernels' byte gather
     return tuple(steps)
 
 
-def _post_processor(post, where, added_by_content: dict[str, int], vocab_ids: dict[str, int]) -> tuple[tuple, tuple]:
+def _post_processor(post, where) -> tuple[tuple, tuple]:
     prefix: list[int] = []
     suffix: list[int] = []
     seen_template = False
@@ -508,7 +557,7 @@ def _scanner_kind(steps: list[tuple]) -> tuple[str | None, str]:
         return None, GPT2_ORIGINAL_PATTERN
     if not head:
         return "whole", ""
-    if len(head) == 1 and head[0][0] == "split" and head[0][2] == "Isolated":
+    if len(head) == 1 and head[0][0] == "split" and head[0][2] == "Isolated" and not head[0][3]:
         kind = kind_of_pattern(head[0][1])
         if kind in ("llama3", "qwen2", "tekken", "gpt2"):
             return kind, head[0][1]
@@ -553,6 +602,8 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
 
     steps = _flatten_pre(d.get("pre_tokenizer"), where)
     byte_level = any(s[0] == "bytelevel" for s in steps)
+    if byte_level and any(s[0] == "metaspace" for s in steps):
+        raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"), "Metaspace with ByteLevel")
     if byte_level and steps[-1][0] != "bytelevel":
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"),
                                         "ByteLevel must be the last pre-tokenizer step")
@@ -614,6 +665,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
             pattern = " + ".join(s[1] if s[0] == "split" else s[0] for s in steps)
     if pre_steps is not None:
         kind = "whole"
+    if pre_steps is not None and any(s[0] != "metaspace" for s in pre_steps):
         warnings.warn(f"{where}: no hand-written scanner for the pre-tokenizer {pattern!r}; it runs in Python "
                       "with the `regex` module (exact for these steps, slow)", SlowPretokenizerWarning, stacklevel=3)
 
@@ -655,8 +707,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
             token_strings[i] = s
         for t in added:
             token_strings[t.id] = t.content
-    prefix_ids, suffix_ids = _post_processor(d.get("post_processor"), where,
-                                             {t.content: t.id for t in added}, vocab_str)
+    prefix_ids, suffix_ids = _post_processor(d.get("post_processor"), where)
     known_ids = set(vocab_str.values()) | {t.id for t in added}
     for i in prefix_ids + suffix_ids:
         if i not in known_ids:
@@ -697,60 +748,286 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
 # Runtime: what the Encoding calls
 # ------------------------------------------------------------------------------------------------
 
-def _split_behavior(pieces: list[str], compiled, behavior: str) -> list[str]:
+def _apply_behavior(segs: list[tuple[str, bool]], behavior: str) -> list[str]:
+    """tokenizers' SplitDelimiterBehavior over (text, is_match) pieces, with its exact folds."""
+    if behavior == "Isolated":
+        return [t for t, _ in segs]
+    if behavior == "Removed":
+        return [t for t, m in segs if not m]
     out: list[str] = []
-    for p in pieces:
+    prev = False
+    if behavior == "MergedWithPrevious":  # a match joins the piece before it unless that was a match
+        for t, m in segs:
+            if m and not prev and out:
+                out[-1] += t
+            else:
+                out.append(t)
+            prev = m
+        return out
+    if behavior == "MergedWithNext":  # folded from the right: a match joins the piece after it
+        for t, m in reversed(segs):
+            if m and not prev and out:
+                out[-1] = t + out[-1]
+            else:
+                out.append(t)
+            prev = m
+        return out[::-1]
+    if behavior == "Contiguous":  # consecutive pieces of the same kind are one
+        for t, m in segs:
+            if m == prev and out:
+                out[-1] += t
+            else:
+                out.append(t)
+            prev = m
+        return out
+    raise ValueError(behavior)
+
+
+def _onig_find_iter(compiled, s: str):
+    """(start, end) of the matches `tokenizers`' Split finds: leftmost-first matches resuming at the
+    end of the previous one, an empty match ending where the previous match ended is dropped (the
+    search moves one character on). Python's `finditer` keeps such an empty match after a
+    non-empty one (e.g. `(?=a)|b` on "ba"), and empty matches still split."""
+    n = len(s)
+    pos = 0
+    last_end = -1
+    while pos <= n:
+        m = compiled.search(s, pos)
+        if m is None:
+            return
+        a, e = m.span()
+        if a == e and e == last_end:
+            pos += 1
+            continue
+        pos = last_end = e
+        yield a, e
+
+
+def _split_behavior(pieces: list[str], compiled, behavior: str, invert: bool = False,
+                    first_at_start: bool = False) -> tuple[list[str], bool]:
+    """tokenizers' Split pre-tokenizer on each piece: the matches (empty ones included) and the text
+    between them (`invert`: the other way round), folded by the behavior; empty pieces dropped.
+    Returns the pieces and whether the first one begins at offset 0 of the text (given whether
+    pieces[0] did)."""
+    out: list[str] = []
+    for k, p in enumerate(pieces):
+        if not p:
+            continue
+        q = _unicode16_text(p)  # same length: the match positions hold for p
         pos = 0
-        pend = ""  # MergedWithNext: a match waiting for the next piece
         segs: list[tuple[str, bool]] = []
-        for m in compiled.finditer(p):
-            if m.end() == m.start():
+        for a, e in _onig_find_iter(compiled, q):
+            if a > pos:
+                segs.append((p[pos:a], invert))
+            segs.append((p[a:e], not invert))
+            pos = e
+        if pos < len(p):
+            segs.append((p[pos:], invert))
+        if not out:
+            # the output pieces cover the input contiguously, except Removed's dropped matches
+            first_at_start = first_at_start and k == 0
+            if first_at_start and behavior == "Removed":
+                lead = next((i for i, (t, m) in enumerate(segs) if t and not m), len(segs))
+                first_at_start = not any(t for t, m in segs[:lead] if m)
+        out += [t for t in _apply_behavior(segs, behavior) if t]
+    return out, first_at_start and bool(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# Oniguruma patterns on the `regex` module (the Python pretokenizer)
+# ------------------------------------------------------------------------------------------------
+
+_ONIG_FLAGS = {"i": "i", "m": "s", "x": "x", "-": "-"}  # Oniguruma's (?m) is dot-all
+
+
+def onig_to_python(pat: str) -> str:
+    """An Oniguruma pattern (the syntax `tokenizers` compiles Split patterns with) as a `regex` module
+    pattern with the same matches: `^` / `$` are line anchors there, `\\Z` also matches before a final
+    newline, `\\z` is the end, `(?m)` is dot-all, `\\h` is a hex digit, `\\x{...}` a code point.
+    ValueError for constructs with no safe translation (nested classes, `&&`, other group flags)."""
+    out: list[str] = []
+    i, n = 0, len(pat)
+    in_class = False
+    while i < n:
+        c = pat[i]
+        if c == "\\":
+            if i + 1 >= n:
+                raise ValueError("pattern ends with a backslash")
+            d = pat[i + 1]
+            if d == "x" and pat.startswith("{", i + 2):
+                j = pat.find("}", i)
+                try:
+                    cp = int(pat[i + 3:j], 16)
+                except ValueError:
+                    raise ValueError(f"bad escape {pat[i:j + 1]!r}") from None
+                out.append(f"\\U{cp:08x}")
+                i = j + 1
                 continue
-            if m.start() > pos:
-                segs.append((p[pos:m.start()], False))
-            segs.append((m.group(), True))
-            pos = m.end()
+            if d in "pP" and pat.startswith("{", i + 2):
+                j = pat.find("}", i)
+                if j < 0:
+                    raise ValueError("unterminated \\p{")
+                out.append(pat[i:j + 1])
+                i = j + 1
+                continue
+            if d == "h":
+                out.append("0-9a-fA-F" if in_class else "[0-9a-fA-F]")
+            elif d == "H" and not in_class:
+                out.append("[^0-9a-fA-F]")
+            elif d == "z" and not in_class:
+                out.append("\\Z")
+            elif d == "Z" and not in_class:
+                out.append("(?=\\n?\\Z)")
+            elif d in "HzZ":
+                raise ValueError(f"\\{d} inside a character class")
+            else:
+                out.append(pat[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "[":
+                if not pat.startswith("[:", i):
+                    raise ValueError("nested character classes")
+                j = pat.find(":]", i)
+                if j < 0:
+                    raise ValueError("unterminated POSIX bracket")
+                out.append(pat[i:j + 2])
+                i = j + 2
+                continue
+            if pat.startswith("&&", i):
+                raise ValueError("character-class intersection (&&)")
+            if c == "]":
+                in_class = False
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if pat.startswith("^", i):
+                out.append("^")
+                i += 1
+            if pat.startswith("]", i):  # a leading ] is literal
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "^":
+            out.append("(?m:^)")
+        elif c == "$":
+            out.append("(?m:$)")
+        elif c == "(" and pat.startswith("(?", i) and i + 2 < n and (pat[i + 2].isalpha() or pat[i + 2] == "-"):
+            j = i + 2
+            while j < n and pat[j] in _ONIG_FLAGS:
+                j += 1
+            if j >= n or pat[j] not in ":)":
+                raise ValueError(f"group option {pat[i:j + 1]!r}")
+            flags = "".join(_ONIG_FLAGS[f] for f in pat[i + 2:j])
+            out.append("(?" + flags + pat[j])
+            i = j + 1
+            continue
+        else:
+            out.append(c)
+        i += 1
+    if in_class:
+        raise ValueError("unterminated character class")
+    return "".join(out)
+
+
+def compile_onig(pat: str):
+    """`regex` compiled form of an Oniguruma pattern (see onig_to_python); ValueError if unsupported."""
+    import regex
+
+    py = onig_to_python(pat)
+    try:
+        return regex.compile(py)
+    except regex.error as e:
+        raise ValueError(f"the regex module rejects it: {e}") from None
+
+
+# The `regex` module's Unicode data may be newer than Oniguruma's (regex 2026: Unicode 17; tokenizers
+# 0.23's Oniguruma: Unicode 16, like the scanner tables). Before a Python split, each code point whose
+# class (Lu Ll Lt Lm Lo M N White_Space, or none of them) differs between the two is replaced by a
+# stand-in of its Unicode 16 class: the text keeps its length, so the positions found apply to it.
+_STANDINS = {0: "\ufdd0", 1: "\u2c00", 2: "\u2c30", 3: "\u01c5", 4: "\u02b0", 5: "\ua000", 6: "\u1dc0",
+             7: "\U0001d7ce", 8: "\u3000"}
+_CLASS_PROPS = ((1, r"\p{Lu}"), (2, r"\p{Ll}"), (3, r"\p{Lt}"), (4, r"\p{Lm}"), (5, r"\p{Lo}"), (6, r"\p{M}"),
+                (7, r"\p{N}"), (8, r"\s"))
+
+
+def regex_class_array() -> np.ndarray:
+    """uint8[0x110000]: each code point's class (the codes of tltok_jit.unicode) per the `regex` module."""
+    import regex
+
+    cps = np.arange(0x110000, dtype=np.uint32)
+    cps = cps[(cps < 0xD800) | (cps >= 0xE000)]
+    text = cps.tobytes().decode("utf-32-le")
+    out = np.zeros(0x110000, dtype=np.uint8)
+    for code, prop in _CLASS_PROPS:
+        kept = regex.sub("[^" + prop + "]+", "", text)
+        out[np.frombuffer(kept.encode("utf-32-le"), dtype=np.uint32)] = code
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _unicode16_fix():
+    """(regex of the code points to replace or None, str.translate table)."""
+    from ..unicode import class_tables
+
+    s1, s2, _ = class_tables()
+    cps = np.arange(0x110000, dtype=np.int64)
+    ours = s2[(s1[cps >> 8].astype(np.int64) << 8) | (cps & 255)]
+    theirs = regex_class_array()
+    diff = [int(c) for c in np.nonzero(ours != theirs)[0] if not 0xD800 <= c < 0xE000]
+    if not diff:
+        return None, {}
+    table = {c: _STANDINS[int(ours[c])] for c in diff}
+    runs = []
+    for c in diff:
+        if runs and runs[-1][1] == c - 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    cls = "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b != a else "") for a, b in runs)
+    return re.compile("[" + cls + "]"), table
+
+
+def _unicode16_text(s: str) -> str:
+    if s.isascii():
+        return s
+    finder, table = _unicode16_fix()
+    if finder is None or finder.search(s) is None:
+        return s
+    return s.translate(table)
+
+
+def _metaspace(pieces: list[str], rep: str, scheme: str, split: bool, at_start: bool) -> list[str]:
+    """tokenizers' Metaspace pre-tokenizer: spaces -> `rep`, `rep` prepended unless the piece starts
+    with it (scheme "always"; "first": only the piece at offset 0 of the original text), then split
+    before every `rep` (MergedWithNext)."""
+    out: list[str] = []
+    for k, p in enumerate(pieces):
+        if not p:
+            continue
+        p = p.replace(" ", rep)
+        if not p.startswith(rep) and (scheme == "always" or (scheme == "first" and at_start and k == 0)):
+            p = rep + p
+        if not split:
+            out.append(p)
+            continue
+        segs: list[tuple[str, bool]] = []
+        pos = 0
+        while True:
+            j = p.find(rep, pos)
+            if j < 0:
+                break
+            if j > pos:
+                segs.append((p[pos:j], False))
+            segs.append((rep, True))
+            pos = j + len(rep)
         if pos < len(p):
             segs.append((p[pos:], False))
-        if behavior == "Isolated":
-            out += [s for s, _ in segs]
-        elif behavior == "Removed":
-            out += [s for s, is_m in segs if not is_m]
-        elif behavior == "MergedWithPrevious":
-            cur: list[str] = []
-            for s, is_m in segs:
-                if is_m and cur:
-                    cur[-1] += s
-                else:
-                    cur.append(s)
-            out += cur
-        elif behavior == "MergedWithNext":
-            cur = []
-            for s, is_m in segs:
-                if pend:
-                    s = pend + s
-                    pend = ""
-                    if is_m:
-                        pend = s
-                        continue
-                    cur.append(s)
-                elif is_m:
-                    pend = s
-                else:
-                    cur.append(s)
-            if pend:
-                cur.append(pend)
-            out += cur
-        elif behavior == "Contiguous":
-            cur = []
-            prev_m = False
-            for s, is_m in segs:
-                if is_m and prev_m:
-                    cur[-1] += s
-                else:
-                    cur.append(s)
-                prev_m = is_m
-            out += cur
+        out += _apply_behavior(segs, "MergedWithNext")
     return out
 
 
@@ -790,16 +1067,14 @@ class HFRuntime:
         self.suffix = np.array(pipe.suffix_ids, dtype=np.uint32)
         self._compiled_steps = None
         if pipe.pre_steps is not None:
-            import regex
-
             steps = []
             for s in pipe.pre_steps:
                 if s[0] == "split":
-                    steps.append(("split", regex.compile(s[1]), s[2]))
+                    steps.append(("split", compile_onig(s[1]), s[2], s[3]))
                 elif s[0] == "gpt2":
                     from ..patterns import GPT2_ORIGINAL_PATTERN
 
-                    steps.append(("split", regex.compile(GPT2_ORIGINAL_PATTERN), "Isolated"))
+                    steps.append(("split", compile_onig(GPT2_ORIGINAL_PATTERN), "Isolated", False))
                 else:
                     steps.append(s)
             self._compiled_steps = steps
@@ -838,11 +1113,14 @@ class HFRuntime:
         return True
 
     # -------------------------------------------------------------- encoding
-    def _pretokenize(self, s: str) -> list[str]:
+    def _pretokenize(self, s: str, at_start: bool = True) -> list[str]:
         pieces = [s]
+        first_at_start = at_start  # pieces[0] begins at offset 0 of the text (Metaspace "first")
         for step in self._compiled_steps:
             if step[0] == "split":
-                pieces = _split_behavior(pieces, step[1], step[2])
+                pieces, first_at_start = _split_behavior(pieces, step[1], step[2], step[3], first_at_start)
+            elif step[0] == "metaspace":
+                pieces = _metaspace(pieces, step[1], step[2], step[3], first_at_start)
             elif step[0] == "digits":
                 out = []
                 for p in pieces:
@@ -860,11 +1138,12 @@ class HFRuntime:
                 pieces = out
         return [p for p in pieces if p]
 
-    def _run_rows(self, rows: list[bytes], T) -> np.ndarray:
+    def _run_rows_offsets(self, rows: list[bytes], T) -> tuple[np.ndarray, np.ndarray]:
+        """(ids of all rows, int64 offsets of each row's ids in them)."""
         from ..kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows
 
         if not rows:
-            return np.empty(0, dtype=np.uint32)
+            return np.empty(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -879,17 +1158,30 @@ class HFRuntime:
             encode_rows_plain(data, offsets, T, out, counts, cache, work[0])
         dst = np.empty(int(counts.sum()), dtype=np.uint32)
         pack_rows(out, offsets, counts, dst)
-        return dst
+        id_off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=id_off[1:])
+        return dst, id_off
 
-    def _segment_ids(self, seg: str) -> list[np.ndarray]:
-        """Ids of one text between added tokens (normalized here)."""
+    def _run_rows(self, rows: list[bytes], T) -> np.ndarray:
+        return self._run_rows_offsets(rows, T)[0]
+
+    def _char_rows(self, seg: str, at_start: bool) -> list[bytes]:
+        """Character-level pipelines: the kernel rows (words) of one text between added tokens."""
         seg = self.normalize(seg)
         if not seg:
             return []
+        if self._compiled_steps is not None:
+            return [p.encode("utf-8") for p in self._pretokenize(seg, at_start)]
+        return [seg.encode("utf-8")]
+
+    def _segment_ids(self, seg: str, at_start: bool = True) -> list[np.ndarray]:
+        """Ids of one text between added tokens (normalized here); at_start: it begins the text."""
         if self.pipe.char_level:
-            if self._compiled_steps is not None:
-                return [self._run_rows([p.encode("utf-8") for p in self._pretokenize(seg)], self.T)]
-            return [self._run_rows([seg.encode("utf-8")], self.T)]
+            rows = self._char_rows(seg, at_start)
+            return [self._run_rows(rows, self.T)] if rows else []
+        seg = self.normalize(seg)
+        if not seg:
+            return []
         data = seg.encode("utf-8")
         if self._compiled_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
             buf = np.frombuffer(data, dtype=np.uint8)
@@ -941,11 +1233,11 @@ class HFRuntime:
             added_ids = self.T.added_ids
             for a, e, t in zip(starts.tolist(), ends.tolist(), idx.tolist()):
                 if a > pos:
-                    parts += self._segment_ids(data[pos:a].decode("utf-8"))
+                    parts += self._segment_ids(data[pos:a].decode("utf-8"), pos == 0)
                 parts.append(np.array([added_ids[t]], dtype=np.uint32))
                 pos = e
         if pos < len(data):
-            parts += self._segment_ids(data[pos:].decode("utf-8"))
+            parts += self._segment_ids(data[pos:].decode("utf-8"), pos == 0)
         if not parts:
             return np.empty(0, dtype=np.uint32)
         return np.concatenate(parts).astype(np.uint32, copy=False)
@@ -973,13 +1265,112 @@ class HFRuntime:
         flat = np.concatenate(parts).astype(np.uint32, copy=False) if parts else np.empty(0, dtype=np.uint32)
         return flat, new_offsets - new_offsets[0]
 
+    @staticmethod
+    def _rows_with(lut: np.ndarray, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """bool per row: whether the row holds a byte b with lut[b]."""
+        n = len(offsets) - 1
+        out = np.zeros(n, dtype=bool)
+        if not n:
+            return out
+        a0 = int(offsets[0])
+        flags = lut[arr[a0:int(offsets[-1])]]
+        nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
+        if len(nonempty):
+            # consecutive rows cover the data contiguously: reduceat over the starts of the non-empty ones
+            out[nonempty] = np.logical_or.reduceat(flags, offsets[:-1][nonempty] - a0)
+        return out
+
+    def _encode_rows_char_level(self, arr, offsets, valid, amask, any_allowed: bool):
+        """Character-level batches: each text is split at its added tokens, normalized and pretokenized in
+        Python, and the words of ALL texts go through one kernel call."""
+        from ..kernels.encode_chars import split_added
+
+        n = len(offsets) - 1
+        raw = arr.tobytes()
+        o = offsets.tolist()
+        cand = None
+        if any_allowed:
+            cand = self._rows_with(np.asarray(self.T.trie_root) >= 0, arr, offsets)
+        added_ids = self.T.added_ids
+        words: list[bytes] = []
+        plans: list = [None] * n  # per text: (first word, end word) or a list of word ranges / added ids
+        for r in range(n):
+            if not valid[r]:
+                plans[r] = (len(words), len(words))
+                continue
+            b = raw[o[r]:o[r + 1]]
+            try:
+                text = b.decode("utf-8")
+            except UnicodeDecodeError:  # as encode() of the replaced text
+                text = b.decode("utf-8", "replace")
+                b = text.encode("utf-8")
+            if cand is None or not cand[r]:
+                w0 = len(words)
+                words += self._char_rows(text, True)
+                plans[r] = (w0, len(words))
+                continue
+            buf = np.frombuffer(b, dtype=np.uint8)
+            starts, ends, idx = split_added(buf, self.T, amask)
+            plan = []
+            pos = 0
+            for a, e, t in zip(starts.tolist(), ends.tolist(), idx.tolist()):
+                if a > pos:
+                    w0 = len(words)
+                    words += self._char_rows(b[pos:a].decode("utf-8"), pos == 0)
+                    plan.append((w0, len(words)))
+                plan.append(int(added_ids[t]))
+                pos = e
+            if pos < len(b):
+                w0 = len(words)
+                words += self._char_rows(b[pos:].decode("utf-8"), pos == 0)
+                plan.append((w0, len(words)))
+            plans[r] = plan
+        ids, word_off = self._run_rows_offsets(words, self.T)
+        wo = word_off.tolist()
+        results = []
+        for plan in plans:
+            if isinstance(plan, tuple):
+                results.append(ids[wo[plan[0]]:wo[plan[1]]])
+                continue
+            parts = [ids[wo[p[0]]:wo[p[1]]] if isinstance(p, tuple) else np.array([p], dtype=np.uint32)
+                     for p in plan]
+            results.append(np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32))
+        lens = np.fromiter((len(x) for x in results), dtype=np.int64, count=n)
+        new_offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens, out=new_offsets[1:])
+        flat = np.concatenate(results).astype(np.uint32, copy=False) if n else np.empty(0, dtype=np.uint32)
+        return flat, new_offsets
+
+    def _suspect_rows(self, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
+        """bool per row: whether the row may need the Python path (a non-ASCII byte where NFC is the only
+        normalizer, a byte the vocabulary lacks); None when every row needs the per-row check."""
+        n = len(offsets) - 1
+        if self.always_text_path or (self.has_norm and self.pipe.normalizers != (("nfc",),)):
+            return None
+        lut = np.zeros(256, dtype=bool)
+        if self.has_norm:
+            lut[0x80:] = True  # ASCII is NFC-stable
+        if self.missing:
+            lut[np.frombuffer(self.missing, dtype=np.uint8)] = True
+        if not lut.any():
+            return np.zeros(n, dtype=bool)
+        return self._rows_with(lut, arr, offsets)
+
     def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
                     num_threads: int) -> tuple[np.ndarray, np.ndarray]:
         """Encoding.encode_rows for pipelines that need Python: rows the kernels encode exactly go
         through them in parallel, the others one by one through the text path."""
         enc = self.enc
         n = len(offsets) - 1
-        raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
+        arr = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+        if self.pipe.char_level:
+            return self._encode_rows_char_level(arr, offsets, valid, amask, any_allowed)
+        suspect = self._suspect_rows(arr, offsets)
+        if suspect is not None and not suspect[np.asarray(valid, dtype=bool)].any():
+            # no row can differ from the kernels' result: no Python strings at all
+            return enc.encode_rows(arr, offsets, valid, num_threads=num_threads, amask=amask,
+                                   any_allowed=any_allowed, _raw=True)
+        raw = arr.tobytes()
         o = offsets.tolist()
         texts = [raw[o[r]:o[r + 1]] for r in range(n)]
         results: list[np.ndarray | None] = [None] * n
@@ -987,6 +1378,9 @@ class HFRuntime:
         for r in range(n):
             if not valid[r]:
                 results[r] = np.empty(0, dtype=np.uint32)
+                continue
+            if suspect is not None and not suspect[r]:
+                plain_rows.append(r)
                 continue
             b = texts[r]
             try:
@@ -1110,6 +1504,9 @@ class HFRuntime:
                 if run:
                     new.append(_bytes_run(run))
                 tokens = new
+            elif kind == "metaspace":  # tokenizers drops every `rep` of the FIRST token (unless "never")
+                rep, scheme = step[1], step[2]
+                tokens = [t.replace(rep, "" if (i == 0 and scheme != "never") else " ") for i, t in enumerate(tokens)]
             elif kind == "bytelevel":
                 raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
                 tokens = [raw.decode("utf-8", "replace")]

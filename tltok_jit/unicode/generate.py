@@ -1,6 +1,11 @@
 """Generate the two-stage character-class table for one Unicode version.
 
     python -m tltok_jit.unicode.generate            # uses unicodedata2 (pin: unicodedata2==16.0.0)
+    python -m tltok_jit.unicode.generate --module-path /tmp/ucd17 [--out DIR]
+        # another Unicode version: `pip install --target /tmp/ucd17 unicodedata2==17.0.0` first
+    python -m tltok_jit.unicode.generate --module-path /tmp/ucd17 --numbers-new-since 16
+        # print the code points that are \p{N} there but not in the shipped data_u16 table
+        # (how tables.RUST_NUMERIC_EXTRA was derived: HF's Digits step uses Rust's Unicode 17)
 
 Writes `tltok_jit/unicode/data_u<major>.py`. Each code point gets one class code (see
 `classes.py`): the general-category groups the split patterns test (Lu, Ll, Lt, Lm, Lo, M, N)
@@ -48,14 +53,49 @@ def two_stage(cls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return stage1, np.concatenate(stage2)
 
 
-def main(argv: list[str]) -> int:
-    import unicodedata2 as ucd
+def _load_ucd(module_path: str | None):
+    """unicodedata2 from `module_path` (a --target install of another version), else the installed one."""
+    if module_path is None:
+        import unicodedata2
 
+        return unicodedata2
+    import importlib.util
+
+    spec = None
+    for cand in Path(module_path).glob("unicodedata2*.so"):
+        spec = importlib.util.spec_from_file_location("unicodedata2", cand)
+        break
+    if spec is None:
+        raise SystemExit(f"no unicodedata2 extension module in {module_path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tltok_jit.unicode.generate")
+    ap.add_argument("--module-path", help="directory holding another version of unicodedata2")
+    ap.add_argument("--out", help="output directory (default: this package)")
+    ap.add_argument("--numbers-new-since", metavar="MAJOR",
+                    help="only print the \\p{N} code points missing from the shipped table of that version")
+    args = ap.parse_args(argv)
+    ucd = _load_ucd(args.module_path)
     version = ucd.unidata_version
     cls = class_array(ucd)
+    if args.numbers_new_since:
+        from .classes import CLS_NUMBER, class_tables
+
+        o1, o2, over = class_tables(args.numbers_new_since)
+        cps = np.arange(0x110000)
+        old = o2[(o1[cps >> 8].astype(np.int64) << 8) | (cps & 255)]
+        new = np.nonzero((cls == _GC["Nd"]) & (old != CLS_NUMBER))[0]  # _GC maps Nd, Nl, No to one code
+        print(f"\\p{{N}} in Unicode {version} but not in {over}: " + " ".join(f"U+{c:04X}" for c in new))
+        return 0
     s1, s2 = two_stage(cls)
     major = version.split(".")[0]
-    out = Path(__file__).with_name(f"data_u{major}.py")
+    out = Path(args.out or Path(__file__).parent) / f"data_u{major}.py"
     blob = base64.b64encode(zlib.compress(s1.tobytes() + s2.tobytes(), 9)).decode()
     lines = [blob[i:i + 96] for i in range(0, len(blob), 96)]
     out.write_text(
