@@ -22,20 +22,9 @@ import json
 from pathlib import Path
 
 from bench.data import tokenizers_dir
+from tltok_jit.loaders.hf_json import bytes_to_unicode
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "hf"
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
 
 
 def onig_pattern(pat: str) -> str:
