@@ -500,7 +500,7 @@ def test_fast_pair_check_matches_merging(enc):
                 syms[na + q] = T.byte_ids[T.tok_bytes[ob + q]]
             m = merge_symbols(syms, 0, na + nb, T.pair_slots, T.rank_ids, vals)
             slow = m == 2 and syms[0] == a and syms[1] == b
-            fast = K._compat_fast(a, b, T.pair_slots, T.rank_ids, LT.crank, LT.split_l, LT.split_r)
+            fast = K._compat_fast(a, b, T.pair_slots, T.rank_ids, LT.crank, LT.split_l, LT.split_r, T.pair_bloom)
             compatible += slow
             bad += slow != fast
         return bad, compatible

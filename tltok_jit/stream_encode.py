@@ -126,6 +126,8 @@ import numpy as np
 from .encoding import raise_disallowed_special_token, text_to_utf8
 from .kernels import encode as _enc_k
 from .kernels import stream_encode as K
+from .kernels.trees import F_REACH
+from .tables import TREES_MONOTONE, TREES_SAME
 
 __all__ = ["StreamEncoder", "LONG_MIN"]
 
@@ -168,11 +170,13 @@ def long_tables(enc) -> K.LongTables:
         nodes = int(K.rev_trie_nodes(T.tok_bytes, T.tok_offsets, order))
         rt_token, rt_keys, rt_child = K.build_rev_trie(T.tok_bytes, T.tok_offsets, ordinary,
                                                        _pow2_at_least(2 * nodes + 2))
-        reach, crank, split_l, split_r, same, monotone = K.token_trees(T, ordinary, max_len)
-        if not same:
-            raise RuntimeError("stream encoder: token_trees disagrees with merge_symbols")
-        lt = K.LongTables(rt_token, rt_keys, rt_child, reach, crank, split_l, split_r, int(bool(monotone)),
-                          max_len)
+        trees = int(T.config[3])  # the merge trees were built with the tables (tables._merge_trees)
+        if not trees & TREES_SAME:
+            raise RuntimeError("stream encoder: the merge trees disagree with merge_symbols")
+        # writable copies: the kernels are compiled for these array types (as _DUMMY_LT's)
+        reach = (T.tok_flags & F_REACH).astype(np.uint8)
+        lt = K.LongTables(rt_token, rt_keys, rt_child, reach, T.crank.copy(), T.split_l.copy(),
+                          T.split_r.copy(), int(bool(trees & TREES_MONOTONE)), max_len)
         _LONG_TABLES[enc] = lt
     if _FORCE_SLOW_COMPAT:
         lt = lt._replace(fast=0)

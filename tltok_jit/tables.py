@@ -12,10 +12,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kernels.hashing import MAX_PAIR_ID, MAX_PAIR_RANK, SHORT_WORDS, aligned_zeros, build_vocab_table, count_short, fill_short_table, insert_pairs, rank_splits
+from .kernels.hashing import BLOOM_BITS_PER_PAIR, MAX_PAIR_ID, MAX_PAIR_RANK, SHORT_WORDS, aligned_zeros, build_pair_bloom, build_vocab_table, count_short, fill_short_table, insert_pairs, rank_splits
 from functools import lru_cache
 
 from .kernels.merge import build_byte_pairs
+from .kernels.trees import CHAR_TABLE, boundary_flags, char_bpe_table, token_trees
 from .kernels.scan import (
     CLS_DIGIT_EXTRA,
     PAT_CL100K,
@@ -76,6 +77,7 @@ class Tables(NamedTuple):
     short_vocab: np.ndarray  # uint64[4 * capacity]: ordinary tokens of <= 16 bytes, keyed by their bytes
     pair_slots: np.ndarray  # uint64 (left << 44 | right << 24 | rank), all-ones empty
     rank_ids: np.ndarray  # int32[max rank + 1]: the token a merge of that rank makes
+    pair_bloom: np.ndarray  # uint64[2**k]: Bloom filter of the merge table's pairs (hashing.bloom_may_have)
     byte_ids: np.ndarray  # int32[256]: the token of each single byte
     byte_pairs: np.ndarray  # int64[65536]: merge value (rank << 32 | id) of byte pair x << 8 | y, or max
     stage1: np.ndarray  # uint16 character-class table, stage 1
@@ -86,7 +88,34 @@ class Tables(NamedTuple):
     trie_edge_child: np.ndarray  # int32[n_edges]
     trie_token: np.ndarray  # int32[n_nodes]: index of the added token ending here, or -1
     added_ids: np.ndarray  # int32[n_added]
-    config: np.ndarray  # int64[4]: pattern kind, ignore_merges, use_cache, unused
+    char_bpe: np.ndarray  # uint64[65536]: each 1-3 byte character's own BPE (trees.char_bpe_table)
+    tok_flags: np.ndarray  # uint8[n_vocab]: trees.F_* bits (F_REACH: merging t's bytes gives [t])
+    crank: np.ndarray  # int64[n_vocab]: rank of the last merge of t's own BPE, -1 for a byte
+    split_l: np.ndarray  # int32[n_vocab]: left part of that merge
+    split_r: np.ndarray  # int32[n_vocab]: right part
+    config: np.ndarray  # int64[4]: pattern kind, ignore_merges, use_cache, TREES_* bits
+
+
+TREES_SAME = 1  # config[3]: the merge trees agree with the merge kernel
+TREES_MONOTONE = 2  # config[3]: every token's own merges come in non-decreasing rank order
+TREES_CHARS = TREES_SAME | TREES_MONOTONE  # both: merge_chars may be used
+
+
+def _merge_trees(tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, byte_level: bool):
+    """(char_bpe, tok_flags, crank, split_l, split_r, TREES_* bits) for a byte-level vocabulary;
+    empty tables and 0 otherwise."""
+    n_vocab = len(offsets) - 1
+    if not byte_level or not ordinary.any():
+        return (np.zeros(CHAR_TABLE, dtype=np.uint64), np.zeros(n_vocab, dtype=np.uint8),
+                np.full(n_vocab, -1, dtype=np.int64), np.full(n_vocab, -1, dtype=np.int32),
+                np.full(n_vocab, -1, dtype=np.int32), 0)
+    max_len = int(np.diff(offsets)[ordinary].max())
+    reach, crank, split_l, split_r, same, monotone = token_trees(tok_bytes, offsets, byte_ids, pair_slots,
+                                                                 rank_ids, ordinary, max_len)
+    flags = boundary_flags(tok_bytes, offsets, pair_slots, reach, crank, split_l, split_r)
+    char_bpe = char_bpe_table(byte_ids, pair_slots, rank_ids)
+    bits = (TREES_SAME if same else 0) | (TREES_MONOTONE if monotone else 0)
+    return char_bpe, flags, crank, split_l, split_r, bits
 
 
 @dataclass
@@ -258,16 +287,20 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     pair_slots, rank_ids, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
 
     byte_pairs = build_byte_pairs(byte_ids, pair_slots, rank_ids)
+    pair_bloom = build_pair_bloom(pair_slots, min(_pow2_at_least(len(lefts) * BLOOM_BITS_PER_PAIR // 64), 1 << 24))
     stage1, stage2, uversion = class_tables_for(model.pattern_kind)
     root, starts, ebyte, echild, token_at = _build_trie(added_contents)
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
-    config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), 0],
+    char_bpe, tok_flags, crank, split_l, split_r, trees = _merge_trees(
+        tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, not model.char_level)
+    config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), trees],
                       dtype=np.int64)
     slots, slot_hash, short_vocab, pair_slots, rank_ids = (
         _on_huge_pages(a) for a in (slots, slot_hash, short_vocab, pair_slots, rank_ids))
-    arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, byte_pairs, root, starts, ebyte,
-              echild, token_at, added_ids, config, valid)
+    arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, root, starts, ebyte,
+              echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r, config, valid)
     _readonly(*arrays)
-    tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, byte_ids, byte_pairs, stage1, stage2,
-                    root, starts, ebyte, echild, token_at, added_ids, config)
+    tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, stage1, stage2,
+                    root, starts, ebyte, echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r,
+                    config)
     return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)

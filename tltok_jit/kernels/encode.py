@@ -15,15 +15,26 @@ from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
 from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
 from .jit import borrow, njit
 from .merge import merge_piece
+from .merge_chars import CHAR_PIECE, merge_by_chars
 from .scan import np_int, scan_any, scan_pointers
 
 # Tables.config slots
 CFG_PATTERN = 0
 CFG_IGNORE_MERGES = 1
 CFG_USE_CACHE = 2
+CFG_TREES = 3  # tables.TREES_* bits; both set: the character route (merge_chars) is exact
+_HIGH = uint64(0x8080808080808080)
 
 
 SPAN_BATCH = 256  # rows per encode_ordinary_spans call in the row kernels
+
+
+@njit(inline="always")
+def _any_high(buf, start, end):
+    for i in range(start, end):
+        if buf[i] >= 0x80:
+            return True
+    return False
 
 
 @njit
@@ -49,6 +60,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     kind = T.config[CFG_PATTERN]
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
+    use_chars = T.config[CFG_TREES] == 3
     # borrowed views (see jit.borrow): the per-piece helper calls then skip reference counting
     buf = borrow(buf)
     out = borrow(out)
@@ -71,6 +83,12 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     c_state = borrow(cache.state[w])
     c_short = borrow(cache.short[w])
     c_pairs = borrow(cache.pairs[w])
+    char_bpe = borrow(T.char_bpe)
+    tok_flags = borrow(T.tok_flags)
+    crank = borrow(T.crank)
+    split_l = borrow(T.split_l)
+    split_r = borrow(T.split_r)
+    pair_bloom = borrow(T.pair_bloom)
     bp, s1p, s2p, a0 = scan_pointers(buf, s1, s2)  # the scanners read raw pointers (see scan.data_ptr)
     for j in range(n_spans):
         pos = spans[3 * j]
@@ -108,7 +126,13 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 else:
                     m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
             if m == 0:
-                m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
+                m = -1
+                # pieces of multi-byte characters: merged from whole characters when provably exact
+                if use_chars and n <= CHAR_PIECE and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))):
+                    m = merge_by_chars(buf, pos, n, out, op, char_bpe, tok_flags, crank, split_l, split_r,
+                                       pair_slots, rank_ids, pair_bloom, work, c_pairs)
+                if m < 0:
+                    m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
                 if use_cache:
                     if not short:
                         cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)

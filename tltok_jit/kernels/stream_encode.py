@@ -37,8 +37,8 @@ from ..unicode.classes import (
 )
 from .encode import CFG_PATTERN, encode_ordinary_span
 from .jit import njit
-from .hashing import pair_lookup
 from .merge import merge_symbols
+from .trees import compat_fast as _compat_fast
 from .scan import PAT_CL100K, PAT_GPT2, PAT_O200K, next_piece
 from .utf8 import class_at
 
@@ -168,90 +168,6 @@ def build_rev_trie(tok_bytes, tok_offsets, ordinary, capacity):
             node = child[s]
         rt_token[node] = t
     return rt_token[:nodes].copy(), keys, child
-
-
-@njit(cache=True)
-def token_trees(T, ordinary, max_len):
-    """For every ordinary token t: reach[t] = 1 iff merging its bytes gives exactly [t]; for those,
-    the last merge of that process: split_l[t], split_r[t] and its rank crank[t] (-1 for single bytes).
-    Also whether every such process merges in non-decreasing rank order (what `_compat_fast` needs).
-    The merge loop is `merge.merge_linear`'s (lowest rank, leftmost), recording the last merge; the
-    result is cross-checked against `merge_symbols`."""
-    n_vocab = len(T.tok_offsets) - 1
-    reach = np.zeros(n_vocab, dtype=np.uint8)
-    crank = np.full(n_vocab, -1, dtype=np.int64)
-    split_l = np.full(n_vocab, -1, dtype=np.int32)
-    split_r = np.full(n_vocab, -1, dtype=np.int32)
-    monotone = np.ones(1, dtype=np.bool_)
-    syms = np.empty(max_len + 1, dtype=np.uint32)
-    vals = np.empty(max_len + 8, dtype=np.int64)
-    pv = np.empty(max_len + 8, dtype=np.int64)
-    pk = T.pair_slots
-    pvals = T.rank_ids
-    nopair = np.int64(0x7FFFFFFFFFFFFFFF)
-    for t in range(n_vocab):
-        if not ordinary[t]:
-            continue
-        a = T.tok_offsets[t]
-        n = T.tok_offsets[t + 1] - a
-        for k in range(n):
-            syms[k] = T.byte_ids[T.tok_bytes[a + k]]
-        if n == 1:
-            if syms[0] == t:
-                reach[t] = 1
-            continue
-        for i in range(n - 1):
-            v = pair_lookup(syms[i], syms[i + 1], pk, pvals)
-            pv[i] = v if v >= 0 else nopair
-        m = n
-        last_l = -1
-        last_r = -1
-        last_rank = np.int64(-1)
-        mono = True
-        while m > 1:
-            best = nopair
-            bi = -1
-            for i in range(m - 1):
-                if pv[i] < best:
-                    best = pv[i]
-                    bi = i
-            if bi < 0:
-                break
-            last_l = syms[bi]
-            last_r = syms[bi + 1]
-            if (best >> 32) < last_rank:
-                mono = False
-            last_rank = best >> 32
-            syms[bi] = best & 0xFFFFFFFF
-            for i in range(bi + 1, m - 1):
-                syms[i] = syms[i + 1]
-                pv[i] = pv[i + 1]
-            m -= 1
-            if bi > 0:
-                v = pair_lookup(syms[bi - 1], syms[bi], pk, pvals)
-                pv[bi - 1] = v if v >= 0 else nopair
-            if bi < m - 1:
-                v = pair_lookup(syms[bi], syms[bi + 1], pk, pvals)
-                pv[bi] = v if v >= 0 else nopair
-        if m == 1 and syms[0] == t:
-            reach[t] = 1
-            if not mono:
-                monotone[0] = False
-            crank[t] = last_rank
-            split_l[t] = last_l
-            split_r[t] = last_r
-    # cross-check with the production merge
-    for t in range(n_vocab):
-        if not ordinary[t]:
-            continue
-        a = T.tok_offsets[t]
-        n = T.tok_offsets[t + 1] - a
-        for k in range(n):
-            syms[k] = T.byte_ids[T.tok_bytes[a + k]]
-        m = merge_symbols(syms, 0, n, pk, pvals, vals)
-        if (m == 1 and syms[0] == t) != (reach[t] == 1):
-            return reach, crank, split_l, split_r, False, monotone[0]
-    return reach, crank, split_l, split_r, True, monotone[0]
 
 
 # ------------------------------------------------------------------------------------ characters
@@ -403,36 +319,6 @@ def seg_match(buf, i, end, T, allowed):
 # ------------------------------------------------------------------------------------ long pieces
 
 
-@njit(inline="always")
-def _compat_fast(a, b, pk, pvals, crank, split_l, split_r):
-    """Merge(bytes(a) + bytes(b)) == [a, b] for reachable a, b, without merging (the check of
-    GitHub's `bpe` crate, `is_valid_token_pair`, restated with ranks). Going back in time from
-    (a, b), the pair at the boundary is (L, R): the last symbol of a's merge tree and the first of
-    b's at that moment. The pair existed until the next merge that replaced L or R (`limit`); BPE
-    would have merged it across the boundary if its rank is below that merge's, or equal to it when
-    the replaced symbol is R (the boundary pair is then the leftmost). Undoing the later of the two
-    merges that created L and R steps back one state; both single bytes: never crossed. Exact when
-    each side's own merges come in non-decreasing rank order (`token_trees` checks that): the two
-    sides then interleave by rank, so the pair is chosen iff it beats the merge that ends its state."""
-    limit = np.int64(0x7FFFFFFFFFFFFFFF)
-    left = np.int64(a)
-    right = np.int64(b)
-    while True:
-        v = pair_lookup(left, right, pk, pvals)
-        if v >= 0 and (v >> 32) < limit:
-            return False
-        rl = crank[left]
-        rr = crank[right]
-        if rl < 0 and rr < 0:
-            return True
-        if rl > rr:
-            limit = rl
-            left = split_r[left]
-        else:
-            limit = rr + 1
-            right = split_l[right]
-
-
 @njit
 def _compat_slow(a, b, T, LW, vals):
     """Merge(bytes(a) + bytes(b)) == [a, b] by merging them, memoized."""
@@ -522,7 +408,7 @@ def _extend_lam(buf, f, lo, hi, lam, lamlen, T, LT, LW, vals):
             if j == f:
                 ok = True
             elif fast:
-                ok = _compat_fast(lam[j], t, pk, pvals, crank, split_l, split_r)
+                ok = _compat_fast(lam[j], t, pk, pvals, crank, split_l, split_r, T.pair_bloom)
             else:
                 ok = _compat_slow(lam[j], t, T, LW, vals)
             if ok:

@@ -1,0 +1,138 @@
+"""Merging a piece character by character, proved exact or handed back.
+
+Text in scripts whose characters are several bytes (CJK above all) spends most merges inside
+characters: a Han character is three bytes and two merges, and in o200k it is nearly always one
+token. `merge_by_chars` starts from each character's own BPE result (a table lookup, see
+`trees.char_bpe_table`), merges those tokens by rank, and then proves the result is what merging the
+bytes gives: a sequence of reachable tokens is the BPE result iff every adjacent pair is
+(`trees` module). Most pairs are settled by one flag test per side (`trees.boundary_flags`), the
+rest by walking the two merge trees (`trees.compat_fast`). When the proof fails, the caller merges
+the bytes as usual; the answer never depends on which route was taken.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .hashing import bloom_may_have
+from .jit import njit
+from .merge import NO_PAIR, _pair_memo
+from .trees import (
+    F_FIRST_MB,
+    F_L_AFTER_ASCII,
+    F_L_AFTER_MB,
+    F_LAST_MB,
+    F_R_BEFORE_ASCII,
+    F_R_BEFORE_MB,
+    F_REACH,
+    compat_fast,
+)
+
+CHAR_PIECE = 256  # pieces of up to this many bytes try the character route
+_ST = CHAR_PIECE + 1  # vals[_ST + i]: token i's state (bit 0: starts a character, bit 1: made here)
+WORK_NEEDED = 2 * CHAR_PIECE + 2
+_ID = np.uint64((1 << 20) - 1)
+
+
+@njit(inline="always")
+def _pair_bloom(a, b, pair_slots, rank_ids, bloom, memo):
+    if not bloom_may_have(a, b, bloom):
+        return NO_PAIR
+    return _pair_memo(a, b, pair_slots, rank_ids, memo)
+
+
+@njit(inline="always")
+def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l, split_r, pair_slots,
+                   rank_ids, bloom, vals, memo):
+    """BPE of buf[pos:pos+n] (n <= CHAR_PIECE) into syms[start:]; returns the token count, or -1
+    when the piece has a character outside the table or the result cannot be proved (the caller
+    then merges the bytes). `vals` is int64 scratch of length >= WORK_NEEDED. Needs monotone merge
+    trees (the tables enable this route only then)."""
+    m = 0
+    i = pos
+    end = pos + n
+    while i < end:
+        c = np.int64(buf[i])
+        if c < 0x80:
+            cp = c
+            ln = 1
+        elif c < 0xE0:
+            if c < 0xC2 or i + 1 >= end:
+                return -1
+            c1 = np.int64(buf[i + 1])
+            if (c1 & 0xC0) != 0x80:
+                return -1
+            cp = ((c & 0x1F) << 6) | (c1 & 0x3F)
+            ln = 2
+        elif c < 0xF0:
+            if i + 2 >= end:
+                return -1
+            c1 = np.int64(buf[i + 1])
+            c2 = np.int64(buf[i + 2])
+            if (c1 & 0xC0) != 0x80 or (c2 & 0xC0) != 0x80:
+                return -1
+            cp = ((c & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (c2 & 0x3F)
+            if cp < 0x800:
+                return -1  # overlong: not the bytes the table was built from
+            ln = 3
+        else:
+            return -1
+        e = char_bpe[cp]  # 0 for surrogates: they go to the byte route
+        k = np.int64(e >> np.uint64(60))
+        if k == 0:
+            return -1
+        syms[start + m] = e & _ID
+        vals[_ST + m] = 1
+        if k > 1:
+            syms[start + m + 1] = (e >> np.uint64(20)) & _ID
+            vals[_ST + m + 1] = 0
+            if k > 2:
+                syms[start + m + 2] = (e >> np.uint64(40)) & _ID
+                vals[_ST + m + 2] = 0
+        m += k
+        i += ln
+    # merge the tokens: lowest rank, leftmost (what merge.merge_linear does, carrying the states)
+    for j in range(m - 1):
+        vals[j] = _pair_bloom(syms[start + j], syms[start + j + 1], pair_slots, rank_ids, bloom, memo)
+    while m > 1:
+        best = NO_PAIR
+        bi = -1
+        for j in range(m - 1):
+            if vals[j] < best:
+                best = vals[j]
+                bi = j
+        if bi < 0:
+            break
+        syms[start + bi] = best & 0xFFFFFFFF
+        vals[_ST + bi] |= 2
+        for j in range(bi + 1, m - 1):
+            syms[start + j] = syms[start + j + 1]
+            vals[j] = vals[j + 1]
+            vals[_ST + j] = vals[_ST + j + 1]
+        m -= 1
+        if bi > 0:
+            vals[bi - 1] = _pair_bloom(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids, bloom, memo)
+        if bi < m - 1:
+            vals[bi] = _pair_bloom(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids, bloom, memo)
+    # prove it: every token reachable, every adjacent pair compatible
+    fa = np.int64(tok_flags[syms[start]])
+    if (fa & F_REACH) == 0:
+        return -1
+    for j in range(1, m):
+        fb = np.int64(tok_flags[syms[start + j]])
+        if (fb & F_REACH) == 0:
+            return -1
+        sb = vals[_ST + j]
+        if (sb & 1) != 0:
+            # between whole characters: each side's flag for the other's byte class
+            need_a = F_R_BEFORE_MB if (fb & F_FIRST_MB) != 0 else F_R_BEFORE_ASCII
+            need_b = F_L_AFTER_MB if (fa & F_LAST_MB) != 0 else F_L_AFTER_ASCII
+            ok = (fa & need_a) != 0 and (fb & need_b) != 0
+        else:
+            # inside a character: two tokens of its own BPE are compatible
+            ok = ((vals[_ST + j - 1] | sb) & 2) == 0
+        if not ok and not compat_fast(syms[start + j - 1], syms[start + j], pair_slots, rank_ids, crank,
+                                      split_l, split_r, bloom):
+            return -1
+        fa = fb
+    return m
