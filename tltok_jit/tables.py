@@ -16,7 +16,7 @@ from .kernels.hashing import BLOOM_BITS_PER_PAIR, MAX_PAIR_ID, MAX_PAIR_RANK, SH
 from functools import lru_cache
 
 from .kernels.merge import build_byte_pairs
-from .kernels.trees import CHAR_TABLE, boundary_flags, char_bpe_table, token_trees
+from .kernels.trees import CHAR_TABLE, F_REACH, boundary_flags, char_bpe_table, token_trees
 from .kernels.scan import (
     CLS_DIGIT_EXTRA,
     PAT_CL100K,
@@ -93,6 +93,7 @@ class Tables(NamedTuple):
     crank: np.ndarray  # int64[n_vocab]: rank of the last merge of t's own BPE, -1 for a byte
     split_l: np.ndarray  # int32[n_vocab]: left part of that merge
     split_r: np.ndarray  # int32[n_vocab]: right part
+    unreachable: np.ndarray  # int32: ordinary tokens of >= 2 bytes, one >= 0x80, that merging their bytes does not give
     config: np.ndarray  # int64[4]: pattern kind, ignore_merges, use_cache, TREES_* bits
 
 
@@ -293,14 +294,17 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
     char_bpe, tok_flags, crank, split_l, split_r, trees = _merge_trees(
         tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, not model.char_level)
+    lengths_ok = (lengths >= 2) & ordinary & ((tok_flags & F_REACH) == 0)
+    unreachable = np.array([t for t in np.flatnonzero(lengths_ok) if max(by_id[t]) >= 0x80] if trees else [],
+                           dtype=np.int32)
     config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), trees],
                       dtype=np.int64)
     slots, slot_hash, short_vocab, pair_slots, rank_ids = (
         _on_huge_pages(a) for a in (slots, slot_hash, short_vocab, pair_slots, rank_ids))
     arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, root, starts, ebyte,
-              echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r, config, valid)
+              echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r, unreachable, config, valid)
     _readonly(*arrays)
     tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, stage1, stage2,
                     root, starts, ebyte, echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r,
-                    config)
+                    unreachable, config)
     return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)

@@ -37,6 +37,27 @@ def _any_high(buf, start, end):
     return False
 
 
+MAX_UNREACHABLE = 64  # more unreachable tokens: the character route comes after the whole-token lookup
+
+
+@njit(inline="always")
+def _unreachable_token(buf, pos, n, unreach, tok_bytes, tok_offsets):
+    """The unreachable token (Tables.unreachable) whose bytes are buf[pos:pos+n], or -1."""
+    for i in range(len(unreach)):
+        t = unreach[i]
+        a = tok_offsets[t]
+        if tok_offsets[t + 1] - a != n:
+            continue
+        same = True
+        for k in range(n):
+            if tok_bytes[a + k] != buf[pos + k]:
+                same = False
+                break
+        if same:
+            return t
+    return -1
+
+
 @njit
 def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
     """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position."""
@@ -61,6 +82,8 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
     use_chars = T.config[CFG_TREES] == 3
+    unreach = borrow(T.unreachable)
+    chars_first = len(unreach) <= MAX_UNREACHABLE
     # borrowed views (see jit.borrow): the per-piece helper calls then skip reference counting
     buf = borrow(buf)
     out = borrow(out)
@@ -103,15 +126,35 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 op += 1
                 pos = pe
                 continue
-            # whole-token lookup first (tiktoken's rule); tokens of <= SHORT bytes have a table whose
-            # hot part stays in the CPU caches, and their own small piece cache
             short = n <= SHORT
             if short:
                 k0, k1 = pack_short(buf, pos, n)
+            else:
+                k0 = k1 = uint64(0)
+            # pieces of multi-byte characters: merged from whole characters when provably exact,
+            # before the whole-token lookup and the cache (both miss the CPU caches on such text;
+            # a piece that is one token comes out as that token unless the token is unreachable)
+            chars = (use_chars and n <= CHAR_PIECE
+                     and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
+            if chars and chars_first:
+                m = merge_by_chars(buf, pos, n, out, op, char_bpe, tok_flags, crank, split_l, split_r,
+                                   pair_slots, rank_ids, pair_bloom, work, c_pairs)
+                if m >= 0:
+                    if m > 1 and ignore_merges:
+                        t = _unreachable_token(buf, pos, n, unreach, tok_bytes, tok_offsets)
+                        if t >= 0:
+                            out[op] = t
+                            m = 1
+                    op += m
+                    pos = pe
+                    continue
+                chars = False  # no proof: the usual route
+            # whole-token lookup first (tiktoken's rule); tokens of <= SHORT bytes have a table whose
+            # hot part stays in the CPU caches, and their own small piece cache
+            if short:
                 h = short_hash(k0, k1, n)
                 t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
             else:
-                k0 = k1 = uint64(0)
                 h = hash_bytes(buf, pos, pe)
                 t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets) if ignore_merges else -1
             if t >= 0:
@@ -127,8 +170,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                     m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
             if m == 0:
                 m = -1
-                # pieces of multi-byte characters: merged from whole characters when provably exact
-                if use_chars and n <= CHAR_PIECE and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))):
+                if chars:
                     m = merge_by_chars(buf, pos, n, out, op, char_bpe, tok_flags, crank, split_l, split_r,
                                        pair_slots, rank_ids, pair_bloom, work, c_pairs)
                 if m < 0:
