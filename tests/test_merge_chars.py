@@ -1,0 +1,278 @@
+"""The character route (kernels/merge_chars.py) and the merge trees behind its proof (kernels/trees.py):
+against the naive byte merge on trained toy vocabularies full of tokens that straddle characters,
+against merging on the real vocabularies, and against tiktoken on the text that once broke it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from tltok_jit.kernels.merge_chars import CHAR_PIECE, WORK_NEEDED, merge_by_chars
+from tltok_jit.kernels.hashing import pair_lookup
+from tltok_jit.kernels.merge import merge_symbols
+from tltok_jit.kernels.trees import (F_FIRST_MB, F_L_AFTER_ASCII, F_L_AFTER_MB, F_LAST_MB, F_R_BEFORE_ASCII,
+                                     F_R_BEFORE_MB, F_REACH)
+from tltok_jit.model import ModelDescription
+from tltok_jit.patterns import R50K_PATTERN
+from tltok_jit.tables import TREES_CHARS, compile_model
+
+from test_merge import naive_merge, pair_dict
+
+# 1, 2, 3 and 4 byte characters: a few common ones and many rare CJK ones. In training, the pair
+# (common character, lead byte of the rare ones) beats the inside of any one rare character, which
+# makes tokens that straddle characters (as real byte-level vocabularies have).
+COMMON = "ab éж中国的是了😀"
+RARE = "".join(chr(0x4E00 + 53 * k) for k in range(400))
+ALPHABET = COMMON + RARE
+
+
+def trained_model(seed: int, n_merges: int) -> ModelDescription:
+    """Byte-level BPE trained on random text of ALPHABET (most frequent pair first, no pretokenizer):
+    a real merge order, with many tokens that begin or end inside a character."""
+    rng = np.random.default_rng(seed)
+    weights = np.concatenate([rng.random(len(COMMON)) + 0.5, np.full(len(RARE), 4.0 / len(RARE))])
+    text = "".join(rng.choice(list(ALPHABET), 6000, p=weights / weights.sum())).encode()
+    seq = [bytes([c]) for c in text]
+    merges = []
+    for _ in range(n_merges):
+        counts = Counter(zip(seq, seq[1:]))
+        if not counts:
+            break
+        (a, b), _ = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        merges.append((a, b))
+        out = []
+        i = 0
+        while i < len(seq):
+            if i + 1 < len(seq) and seq[i] == a and seq[i + 1] == b:
+                out.append(a + b)
+                i += 2
+            else:
+                out.append(seq[i])
+                i += 1
+        seq = out
+    vocab = {bytes([b]): b for b in range(256)}
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    return ModelDescription(name=f"trained-{seed}", vocab=vocab, merges=merges, pattern=R50K_PATTERN,
+                            pattern_kind="gpt2", ignore_merges=False)
+
+
+_MODELS = {s: trained_model(s, 150 + 50 * s) for s in range(4)}
+_TABLES = {s: compile_model(m).tables for s, m in _MODELS.items()}
+
+
+def straddling(model: ModelDescription) -> int:
+    """Tokens that contain the start of a character after their first byte and begin or end inside
+    a character."""
+    n = 0
+    for tok in model.vocab:
+        if not any(c & 0xC0 != 0x80 for c in tok[1:]):
+            continue
+        try:
+            tok.decode("utf-8")
+        except UnicodeDecodeError:
+            n += 1
+    return n
+
+
+def by_chars(T, data: bytes):
+    buf = np.frombuffer(b"xyz" + data, dtype=np.uint8)  # a non-zero byte offset
+    syms = np.full(len(data) + 4, 7, dtype=np.uint32)
+    work = np.zeros(max(WORK_NEEDED, 16), dtype=np.int64)
+    memo = np.full(64, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    m = merge_by_chars(buf, 3, len(data), syms, 1, T.char_bpe, T.tok_flags, T.crank, T.split_l, T.split_r,
+                       T.pair_slots, T.rank_ids, T.pair_bloom, work, memo)
+    return None if m < 0 else syms[1:1 + m].tolist()
+
+
+def test_toy_vocabularies_are_hard_enough():
+    for s, model in _MODELS.items():
+        assert _TABLES[s].config[3] == TREES_CHARS, s  # trained merges: monotone trees, the route is on
+        assert straddling(model) >= 10, s
+
+
+@settings(max_examples=400, deadline=None)
+@given(seed=st.integers(0, 3), text=st.text(alphabet=st.sampled_from(ALPHABET), min_size=1, max_size=40))
+def test_char_route_equals_naive_merge(seed, text):
+    model, T = _MODELS[seed], _TABLES[seed]
+    data = text.encode()
+    want = naive_merge([model.vocab[bytes([c])] for c in data], pair_dict(model))
+    got = by_chars(T, data)
+    if "😀" in text:
+        assert got is None  # 4-byte characters are not in the table: the byte route
+    elif got is not None:
+        assert got == want
+
+
+def test_char_route_proves_most_toy_pieces():
+    """Not vacuous: the proof succeeds on most pieces, and fails on some (straddling tokens win)."""
+    rng = np.random.default_rng(5)
+    for s, model in _MODELS.items():
+        proved = failed = 0
+        pairs = pair_dict(model)
+        for _ in range(300):
+            text = "".join(rng.choice(list(ALPHABET.replace("😀", "")), rng.integers(1, 12)))
+            got = by_chars(_TABLES[s], text.encode())
+            if got is None:
+                failed += 1
+            else:
+                proved += 1
+                assert got == naive_merge([model.vocab[bytes([c])] for c in text.encode()], pairs)
+        assert proved > 100, s
+        if s == 3:
+            assert failed > 0
+
+
+def test_char_route_rejects_bad_utf8_and_long_pieces():
+    T = _TABLES[0]
+    for data in (b"\x80", b"a\xe4\xb8", b"\xc0\x80", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xff", b"\xe4\xb8a"):
+        assert by_chars(T, data) is None, data
+    ok = by_chars(T, "中".encode() * (CHAR_PIECE // 3))
+    assert ok is not None
+
+
+# ------------------------------------------------------------------------------------ real vocabularies
+
+NAMES = ["r50k_base", "cl100k_base", "o200k_base"]
+
+
+@njit
+def _flag_violations(T, A, B):
+    """Pairs (a, b) between whole characters that the flags accept but merging does not give [a, b]."""
+    syms = np.empty(1024, np.uint32)
+    vals = np.empty(1024, np.int64)
+    bad = 0
+    accepted = 0
+    for k in range(len(A)):
+        a = A[k]
+        b = B[k]
+        fa = np.int64(T.tok_flags[a])
+        fb = np.int64(T.tok_flags[b])
+        need_a = F_R_BEFORE_MB if (fb & F_FIRST_MB) != 0 else F_R_BEFORE_ASCII
+        need_b = F_L_AFTER_MB if (fa & F_LAST_MB) != 0 else F_L_AFTER_ASCII
+        if (fa & fb & F_REACH) == 0 or (fa & need_a) == 0 or (fb & need_b) == 0:
+            continue
+        if pair_lookup(a, b, T.pair_slots, T.rank_ids) >= 0:
+            continue  # a pair itself: the route has merged it before it asks
+        oa = T.tok_offsets[a]
+        na = T.tok_offsets[a + 1] - oa
+        ob = T.tok_offsets[b]
+        nb = T.tok_offsets[b + 1] - ob
+        for q in range(na):
+            syms[q] = T.byte_ids[T.tok_bytes[oa + q]]
+        for q in range(nb):
+            syms[na + q] = T.byte_ids[T.tok_bytes[ob + q]]
+        m = merge_symbols(syms, 0, na + nb, T.pair_slots, T.rank_ids, vals)
+        if m == 2 and syms[0] == a and syms[1] == b:
+            accepted += 1
+        else:
+            bad += 1
+    return bad, accepted
+
+
+def _whole_char_tokens(enc) -> tuple[np.ndarray, np.ndarray]:
+    """Reachable tokens that begin where a character begins / end where one ends."""
+    T = enc._t
+    starts, ends = [], []
+    for t in np.flatnonzero(T.tok_flags & F_REACH):
+        b = enc.decode_single_token_bytes(int(t))
+        if len(b) > 16:
+            continue
+        if b[0] & 0xC0 != 0x80:
+            starts.append(t)
+        i = len(b) - 1
+        while i > 0 and b[i] & 0xC0 == 0x80:
+            i -= 1
+        lead = b[i]
+        need = 1 if lead < 0x80 else 4 if lead >= 0xF0 else 3 if lead >= 0xE0 else 2 if lead >= 0xC0 else 0
+        if len(b) - i == need:
+            ends.append(t)
+    return np.array(ends, dtype=np.int64), np.array(starts, dtype=np.int64)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_boundary_flags_are_sound(name, ours):
+    """Every pair of whole-character tokens the flags accept merges back to itself: random pairs,
+    pairs of multi-byte tokens (where straddling tokens live), and the adjacent pairs of real text."""
+    enc = ours(name)
+    T = enc._t
+    ends, starts = _whole_char_tokens(enc)
+    lens = np.diff(T.tok_offsets)
+    mb_end = ends[[T.tok_bytes[T.tok_offsets[t + 1] - 1] >= 0x80 for t in ends]]
+    mb_start = starts[[T.tok_bytes[T.tok_offsets[t]] >= 0x80 for t in starts]]
+    rng = np.random.default_rng(3)
+    for A_pool, B_pool in ((ends, starts), (mb_end, mb_start), (mb_end[lens[mb_end] <= 3], starts)):
+        A, B = rng.choice(A_pool, 100_000), rng.choice(B_pool, 100_000)
+        bad, accepted = _flag_violations(T, A, B)
+        assert bad == 0 and accepted > 1000
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tables_describe_every_char(name, ours):
+    """char_bpe holds each character's own BPE; the unreachable list is exactly the unreachable
+    multi-byte ordinary tokens."""
+    enc = ours(name)
+    T = enc._t
+    for ch in "aé中ж\u0800\uffff가ـ龘":
+        e = int(T.char_bpe[ord(ch)])
+        ids = [(e >> (20 * k)) & 0xFFFFF for k in range(e >> 60)]
+        syms = np.array([T.byte_ids[c] for c in ch.encode()], dtype=np.uint32)
+        m = merge_symbols(syms, 0, len(syms), T.pair_slots, T.rank_ids, np.zeros(8, dtype=np.int64))
+        assert ids == syms[:m].tolist(), ch
+    assert all(T.char_bpe[cp] == 0 for cp in range(0xD800, 0xE000))
+    for t in T.unreachable:
+        assert not T.tok_flags[t] & F_REACH and max(enc.decode_single_token_bytes(int(t))) >= 0x80
+
+
+# ------------------------------------------------------------------------------------ against tiktoken
+
+REGRESSIONS = [
+    "。谁想今夕西方星坠",  # 夕西: o200k has b"\x95" + 西 (a token across the boundary) below 夕's own merge
+    "，皆来问信",
+    "龘龘龘龘", "𠀀中文", "中\u0301文", "Привет, мир! Ελληνικά 한국어 日本語の文章", "é" * 300,
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_regressions_equal_tiktoken(name, ours, tiktoken_oracle):
+    enc, ref = ours(name), tiktoken_oracle(name)
+    for text in REGRESSIONS:
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unreachable_tokens_equal_tiktoken(name, ours, tiktoken_oracle):
+    """A piece that is an unreachable token is that token (the whole-token rule), also on the
+    character route, which skips the lookup."""
+    enc, ref = ours(name), tiktoken_oracle(name)
+    T = enc._t
+    texts = []
+    for t in np.flatnonzero((T.tok_flags & F_REACH) == 0):
+        try:
+            texts.append(enc.decode_single_token_bytes(int(t)).decode("utf-8"))
+        except (UnicodeDecodeError, KeyError):
+            continue
+    for text in texts:
+        assert enc.encode_ordinary(text) == ref.encode_ordinary(text), text
+
+
+_CJK = st.text(alphabet=st.one_of(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+                                  st.characters(min_codepoint=0x3400, max_codepoint=0x4DBF),
+                                  st.sampled_from(list("，。、「」！？ 《》abc123\n中国的是了")),
+                                  st.characters(min_codepoint=0x80, max_codepoint=0x7FF),
+                                  st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3)),
+                max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_CJK)
+def test_cjk_text_equals_tiktoken(text):
+    from conftest import get_ours, get_tiktoken_oracle
+
+    for name in NAMES:
+        assert get_ours(name).encode_ordinary(text) == get_tiktoken_oracle(name).encode_ordinary(text)
