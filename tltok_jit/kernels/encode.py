@@ -12,7 +12,7 @@ import numpy as np
 from numba import prange, uint64
 
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
-from .hashing import SHORT, hash_bytes, pack_short, short_hash, short_lookup, vocab_lookup
+from .hashing import SHORT, hash_bytes, pack_short_at, short_hash, short_lookup, vocab_lookup
 from .jit import borrow, njit
 from .merge import merge_piece
 from .merge_chars import CHAR_PIECE, merge_by_chars
@@ -128,7 +128,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 continue
             short = n <= SHORT
             if short:
-                k0, k1 = pack_short(buf, pos, n)
+                k0, k1 = pack_short_at(buf, bp, pos, n)
             else:
                 k0 = k1 = uint64(0)
             # pieces of multi-byte characters: merged from whole characters when provably exact,

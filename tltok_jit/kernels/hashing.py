@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import uint64
 
-from .jit import njit
+from .jit import LITTLE_ENDIAN, load_u64, njit
 
 EMPTY_PAIR = np.uint64(0xFFFFFFFFFFFFFFFF)
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -106,6 +106,20 @@ def pack_short(buf, start, n):
     for k in range(8, n):
         k1 |= uint64(buf[start + k]) << uint64(8 * (k - 8))
     return k0, k1
+
+
+@njit(inline="always")
+def pack_short_at(buf, bp, start, n):
+    """pack_short, with two unaligned word loads when 16 bytes from `start` are inside `buf` (bp is
+    its data pointer; the bytes past the piece are masked off)."""
+    if not LITTLE_ENDIAN or start + 16 > len(buf):
+        return pack_short(buf, start, n)
+    if n >= 8:
+        k1 = load_u64(bp, start + 8)
+        if n < 16:
+            k1 &= (uint64(1) << uint64(8 * (n - 8))) - uint64(1)
+        return load_u64(bp, start), k1
+    return load_u64(bp, start) & ((uint64(1) << uint64(8 * n)) - uint64(1)), uint64(0)
 
 
 @njit(inline="always")

@@ -4,8 +4,10 @@ directory is not writable (numba would otherwise fail at import)."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
+import llvmlite.ir
 import numba
 import numba.core.cgutils
 import numba.extending
@@ -67,5 +69,26 @@ def borrow(typingctx, arr):
         ary.meminfo = numba.core.cgutils.get_null_value(ary.meminfo.type)
         ary.parent = numba.core.cgutils.get_null_value(ary.parent.type)
         return ary._getvalue()
+
+    return sig, codegen
+
+
+LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+@numba.extending.intrinsic
+def load_u64(typingctx, ptr, i):
+    """The 8 bytes at ptr[i:i + 8] as one unaligned uint64 load (native byte order); `ptr` is a
+    uint8 pointer (scan.data_ptr). The caller guarantees the 8 bytes are inside the array."""
+    if not isinstance(ptr, numba.types.CPointer) or ptr.dtype != numba.types.uint8:
+        return None
+    if not isinstance(i, numba.types.Integer):
+        return None
+    sig = numba.types.uint64(ptr, i)
+
+    def codegen(context, builder, signature, args):
+        p = builder.gep(args[0], [args[1]])
+        p = builder.bitcast(p, llvmlite.ir.IntType(64).as_pointer())
+        return builder.load(p, align=1)
 
     return sig, codegen
