@@ -14,6 +14,7 @@ from .kernels import encode as K
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
 from .model import ModelDescription
+from .pylist import IntObjects
 from .tables import compile_model
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
@@ -90,7 +91,7 @@ class Encoding:
         self._masks: dict[frozenset, np.ndarray] = {}
         self._local = threading.local()
         self._parallel_state = None
-        self._int_objects = None  # object array: id -> int, built by the first long list result
+        self._int_objects = None  # pylist.IntObjects, built by the first long list result
         # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
         # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in compiled.added if t.special}), dtype=np.int64)
@@ -252,14 +253,14 @@ class Encoding:
         return self._to_list(self.encode_ordinary_to_numpy(text))
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
-        """ids.tolist(), faster for long outputs: gathering prebuilt int objects (one per vocabulary id)
-        and listing those is a pointer copy per id instead of a new Python int per id."""
+        """ids.tolist(), faster for long outputs: a list of prebuilt int objects (one per vocabulary
+        id), see pylist.py."""
         if len(ids) < 256:
             return ids.tolist()
         objs = self._int_objects
         if objs is None:
-            objs = self._int_objects = np.array(range(self.n_vocab), dtype=object)
-        return objs[ids].tolist()
+            objs = self._int_objects = IntObjects(self.n_vocab)
+        return objs.to_list(ids)
 
     def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
         data = text_to_utf8(text)
