@@ -52,8 +52,9 @@ tokie 0.1.4       tokie.Tokenizer.from_json(path to tokenizer.json) (from_file
                   thread pool sized by the CPU affinity the worker sets.
 tltok_jit         Encoding.from_tiktoken_file(path, pattern=pat_str,
                   special_tokens=..., name=...) (fallback: get_encoding(name)
-                  with TLTOK_DATA); encode_to_numpy / encode_ordinary /
-                  encode_ordinary_batch(docs, num_threads=N).
+                  with TLTOK_DATA); encode_ordinary (whole text, a list
+                  like tiktoken's) / encode_ordinary_batch(docs,
+                  num_threads=N); encode_to_numpy (memory).
 """
 
 from __future__ import annotations
@@ -327,7 +328,7 @@ class Tokie(Adapter):
 class Ours(Adapter):
     label = "tltok_jit"
     api = {
-        "whole": "encode_to_numpy(str) -> np.uint32",
+        "whole": "encode_ordinary(str) -> list[int] (as tiktoken's)",
         "batch": "encode_ordinary_batch(docs, num_threads=N)",
         "short_loop": "[encode_ordinary(s) for s in strs]",
         "memory": "encode_to_numpy(str)",
@@ -365,7 +366,7 @@ class Ours(Adapter):
                 raise NotAvailable(f"tltok_jit Encoding has no {meth}")
 
     def whole(self, text):
-        return self.enc.encode_to_numpy(text)
+        return self.enc.encode_ordinary(text)
 
     def batch(self, docs, threads):
         if not hasattr(self.enc, "encode_ordinary_batch"):
