@@ -491,9 +491,10 @@ def scan_gpt2_digits(buf, pos, end, s1, s2, a0):
     return _run(buf, pos + n, end, s1, s2, a0, M_O)
 
 
-@njit
+@njit(inline="always")
 def scan_any(kind, buf, pos, end, s1, s2, a0):
-    """Dispatch on the pattern kind (PAT_*); -1 for an unknown kind."""
+    """Dispatch on the pattern kind (PAT_*); -1 for an unknown kind. Inlined: a piece loop then
+    makes one call per piece, not two (a fifth of the scan time on English)."""
     if kind == PAT_GPT2:
         return scan_gpt2(buf, pos, end, s1, s2, a0)
     if kind == PAT_CL100K:
