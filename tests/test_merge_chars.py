@@ -16,7 +16,7 @@ from tltok_jit.kernels.merge_chars import CHAR_PIECE, WORK_NEEDED, merge_by_char
 from tltok_jit.kernels.hashing import pair_lookup
 from tltok_jit.kernels.merge import merge_symbols
 from tltok_jit.kernels.trees import (F_FIRST_MB, F_L_AFTER_ASCII, F_L_AFTER_MB, F_LAST_MB, F_R_BEFORE_ASCII,
-                                     F_R_BEFORE_MB, F_REACH)
+                                     F_R_BEFORE_MB, F_REACH, merges_to_pair)
 from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import TREES_CHARS, compile_model
@@ -159,16 +159,7 @@ def _flag_violations(T, A, B):
             continue
         if pair_lookup(a, b, T.pair_slots, T.rank_ids) >= 0:
             continue  # a pair itself: the route has merged it before it asks
-        oa = T.tok_offsets[a]
-        na = T.tok_offsets[a + 1] - oa
-        ob = T.tok_offsets[b]
-        nb = T.tok_offsets[b + 1] - ob
-        for q in range(na):
-            syms[q] = T.byte_ids[T.tok_bytes[oa + q]]
-        for q in range(nb):
-            syms[na + q] = T.byte_ids[T.tok_bytes[ob + q]]
-        m = merge_symbols(syms, 0, na + nb, T.pair_slots, T.rank_ids, vals)
-        if m == 2 and syms[0] == a and syms[1] == b:
+        if merges_to_pair(a, b, T.tok_bytes, T.tok_offsets, T.byte_ids, T.pair_slots, T.rank_ids, syms, vals):
             accepted += 1
         else:
             bad += 1

@@ -479,7 +479,7 @@ def test_fast_pair_check_matches_merging(enc):
 
     from tltok_jit import stream_encode as SE
     from tltok_jit.kernels import stream_encode as K
-    from tltok_jit.kernels.merge import merge_symbols
+    from tltok_jit.kernels.trees import merges_to_pair
 
     @njit
     def disagreements(T, LT, A, B):
@@ -490,16 +490,7 @@ def test_fast_pair_check_matches_merging(enc):
         for k in range(len(A)):
             a = A[k]
             b = B[k]
-            oa = T.tok_offsets[a]
-            na = T.tok_offsets[a + 1] - oa
-            ob = T.tok_offsets[b]
-            nb = T.tok_offsets[b + 1] - ob
-            for q in range(na):
-                syms[q] = T.byte_ids[T.tok_bytes[oa + q]]
-            for q in range(nb):
-                syms[na + q] = T.byte_ids[T.tok_bytes[ob + q]]
-            m = merge_symbols(syms, 0, na + nb, T.pair_slots, T.rank_ids, vals)
-            slow = m == 2 and syms[0] == a and syms[1] == b
+            slow = merges_to_pair(a, b, T.tok_bytes, T.tok_offsets, T.byte_ids, T.pair_slots, T.rank_ids, syms, vals)
             fast = K._compat_fast(a, b, T.pair_slots, T.rank_ids, LT.crank, LT.split_l, LT.split_r, T.pair_bloom)
             compatible += slow
             bad += slow != fast

@@ -37,8 +37,8 @@ from ..unicode.classes import (
 )
 from .encode import CFG_PATTERN, encode_ordinary_span
 from .jit import njit
-from .merge import merge_symbols
 from .trees import compat_fast as _compat_fast
+from .trees import merges_to_pair
 from .scan import PAT_CL100K, PAT_GPT2, PAT_O200K, next_piece
 from .utf8 import class_at
 
@@ -333,17 +333,7 @@ def _compat_slow(a, b, T, LW, vals):
         if k == -1:
             break
         s = (s + 1) & mask
-    syms = LW.syms
-    oa = T.tok_offsets[a]
-    na = T.tok_offsets[a + 1] - oa
-    ob = T.tok_offsets[b]
-    nb = T.tok_offsets[b + 1] - ob
-    for k in range(na):
-        syms[k] = T.byte_ids[T.tok_bytes[oa + k]]
-    for k in range(nb):
-        syms[na + k] = T.byte_ids[T.tok_bytes[ob + k]]
-    m = merge_symbols(syms, 0, na + nb, T.pair_slots, T.rank_ids, vals)
-    ok = m == 2 and syms[0] == a and syms[1] == b
+    ok = merges_to_pair(a, b, T.tok_bytes, T.tok_offsets, T.byte_ids, T.pair_slots, T.rank_ids, LW.syms, vals)
     if LW.memo_count[0] * 2 >= len(keys):
         keys[:] = -1
         LW.memo_count[0] = 0

@@ -175,6 +175,39 @@ def _may_end_char(tok_bytes, a, e):
     return e - i == need
 
 
+@njit(inline="always")
+def _spine_safe(t, crank, child, lowest_mb, lowest_as):
+    """Walk t's spine (child = split_r: the right one, split_l: the left one): is every symbol on it
+    consumed by its parent's merge before any crossing merge of each neighbour class could take it?"""
+    ok_mb = True
+    ok_as = True
+    p = t
+    while crank[p] >= 0:
+        x = child[p]
+        if lowest_mb[x] <= crank[p]:
+            ok_mb = False
+        if lowest_as[x] <= crank[p]:
+            ok_as = False
+        p = x
+    return ok_mb, ok_as
+
+
+@njit
+def merges_to_pair(a, b, tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, syms, vals):
+    """Merge(bytes(a) + bytes(b)) == [a, b], by merging (syms: uint32 scratch, vals: int64 scratch,
+    both of length >= the two tokens' bytes)."""
+    oa = tok_offsets[a]
+    na = tok_offsets[a + 1] - oa
+    ob = tok_offsets[b]
+    nb = tok_offsets[b + 1] - ob
+    for k in range(na):
+        syms[k] = byte_ids[tok_bytes[oa + k]]
+    for k in range(nb):
+        syms[na + k] = byte_ids[tok_bytes[ob + k]]
+    m = merge_symbols(syms, 0, na + nb, pair_slots, rank_ids, vals)
+    return m == 2 and syms[0] == a and syms[1] == b
+
+
 @njit(cache=True)
 def boundary_flags(tok_bytes, tok_offsets, pair_slots, reach, crank, split_l, split_r):
     """uint8[n_vocab] of F_* bits, for tokens that sit between whole characters.
@@ -227,30 +260,12 @@ def boundary_flags(tok_bytes, tok_offsets, pair_slots, reach, crank, split_l, sp
             f |= F_LAST_MB
         if tok_bytes[tok_offsets[t]] >= 0x80:
             f |= F_FIRST_MB
-        ok_mb = True
-        ok_as = True
-        p = t
-        while crank[p] >= 0:
-            x = split_r[p]
-            if l_mb[x] <= crank[p]:
-                ok_mb = False
-            if l_as[x] <= crank[p]:
-                ok_as = False
-            p = x
+        ok_mb, ok_as = _spine_safe(t, crank, split_r, l_mb, l_as)
         if ok_mb:
             f |= F_R_BEFORE_MB
         if ok_as:
             f |= F_R_BEFORE_ASCII
-        ok_mb = True
-        ok_as = True
-        p = t
-        while crank[p] >= 0:
-            y = split_l[p]
-            if r_mb[y] <= crank[p]:
-                ok_mb = False
-            if r_as[y] <= crank[p]:
-                ok_as = False
-            p = y
+        ok_mb, ok_as = _spine_safe(t, crank, split_l, r_mb, r_as)
         if ok_mb:
             f |= F_L_AFTER_MB
         if ok_as:
