@@ -62,3 +62,9 @@ def test_encode_returns_plain_lists(ours):
     assert ids == enc.encode_to_numpy(text).tolist() and type(ids) is list
     rows = enc.encode_ordinary_batch([text, "", text[:300]], num_threads=1)
     assert rows[0] == ids and rows[1] == [] and rows[2] == enc.encode_ordinary(text[:300])
+
+
+def test_out_of_range_id_is_refused():
+    objs = IntObjects(300)
+    with pytest.raises(IndexError):
+        objs.to_list(np.array([1, 2, 300] * 100, dtype=np.uint32))

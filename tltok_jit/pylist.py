@@ -134,13 +134,21 @@ class IntObjects:
         self.seen = np.zeros(n, dtype=np.int64)
 
     def to_list(self, ids: np.ndarray) -> list[int]:
-        """ids (every value < n) as a list of ints."""
-        if not _AVAILABLE:
-            return self.objects[ids].tolist()
+        """ids (every value < n, else IndexError) as a list of ints."""
+        global _AVAILABLE
         n = len(ids)
+        if not _AVAILABLE or n == 0:
+            return self.objects[ids].tolist()
+        ids = np.ascontiguousarray(ids)
+        if int(ids.max()) >= len(self.addrs):  # the kernel does not check
+            raise IndexError(f"token id {int(ids.max())} is outside 0..{len(self.addrs) - 1}")
         filler = _Filler()
         lst = [filler] * n
-        _fill(_items_address(lst), ids, self.addrs, self.uses, self.seen)
+        try:
+            _fill(_items_address(lst), ids, self.addrs, self.uses, self.seen)
+        except Exception:  # noqa: BLE001 - the kernel failed to compile here: never again, gather instead
+            _AVAILABLE = False
+            return self.objects[ids].tolist()
         # the list no longer holds the filler: give back its n references
         ctypes.c_ssize_t.from_address(id(filler)).value -= n
         return lst
