@@ -93,13 +93,12 @@ class Tables(NamedTuple):
     crank: np.ndarray  # int64[n_vocab]: rank of the last merge of t's own BPE, -1 for a byte
     split_l: np.ndarray  # int32[n_vocab]: left part of that merge
     split_r: np.ndarray  # int32[n_vocab]: right part
-    unreachable: np.ndarray  # int32: ordinary tokens of >= 2 bytes, one >= 0x80, that merging their bytes does not give
+    unreach_filter: np.ndarray  # uint64[2**14]: bit set per (length & 15, first, last byte) of unreachable tokens
     config: np.ndarray  # int64[4]: pattern kind, ignore_merges, use_cache, TREES_* bits
 
 
-TREES_SAME = 1  # config[3]: the merge trees agree with the merge kernel
+TREES_SAME = 1  # config[3]: the merge trees agree with the merge kernel (merge_chars may be used)
 TREES_MONOTONE = 2  # config[3]: every token's own merges come in non-decreasing rank order
-TREES_CHARS = TREES_SAME | TREES_MONOTONE  # both: merge_chars may be used
 
 
 def _merge_trees(tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, byte_level: bool):
@@ -117,6 +116,19 @@ def _merge_trees(tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, b
     char_bpe = char_bpe_table(byte_ids, pair_slots, rank_ids)
     bits = (TREES_SAME if same else 0) | (TREES_MONOTONE if monotone else 0)
     return char_bpe, flags, crank, split_l, split_r, bits
+
+
+def unreachable_filter(by_id: list, unreachable: np.ndarray) -> np.ndarray:
+    """Bits (length & 15) << 16 | first byte << 8 | last byte of the flagged tokens of >= 2 bytes with
+    a byte >= 0x80: the pieces the character route must look up whole (encode._maybe_unreachable)."""
+    filt = np.zeros(1 << 14, dtype=np.uint64)
+    for t in np.flatnonzero(unreachable):
+        b = by_id[t]
+        if b is None or len(b) < 2 or max(b) < 0x80:
+            continue
+        k = ((len(b) & 15) << 16) | (b[0] << 8) | b[-1]
+        filt[k >> 6] |= np.uint64(1 << (k & 63))
+    return filt
 
 
 @dataclass
@@ -294,17 +306,15 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
     char_bpe, tok_flags, crank, split_l, split_r, trees = _merge_trees(
         tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, not model.char_level)
-    lengths_ok = (lengths >= 2) & ordinary & ((tok_flags & F_REACH) == 0)
-    unreachable = np.array([t for t in np.flatnonzero(lengths_ok) if max(by_id[t]) >= 0x80] if trees else [],
-                           dtype=np.int32)
+    unreach_filter = unreachable_filter(by_id, ordinary & ((tok_flags & F_REACH) == 0))
     config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), trees],
                       dtype=np.int64)
     slots, slot_hash, short_vocab, pair_slots, rank_ids = (
         _on_huge_pages(a) for a in (slots, slot_hash, short_vocab, pair_slots, rank_ids))
     arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, root, starts, ebyte,
-              echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r, unreachable, config, valid)
+              echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r, unreach_filter, config, valid)
     _readonly(*arrays)
     tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, stage1, stage2,
                     root, starts, ebyte, echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r,
-                    unreachable, config)
+                    unreach_filter, config)
     return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)

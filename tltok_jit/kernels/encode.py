@@ -37,25 +37,11 @@ def _any_high(buf, start, end):
     return False
 
 
-MAX_UNREACHABLE = 64  # more unreachable tokens: the character route comes after the whole-token lookup
-
-
 @njit(inline="always")
-def _unreachable_token(buf, pos, n, unreach, tok_bytes, tok_offsets):
-    """The unreachable token (Tables.unreachable) whose bytes are buf[pos:pos+n], or -1."""
-    for i in range(len(unreach)):
-        t = unreach[i]
-        a = tok_offsets[t]
-        if tok_offsets[t + 1] - a != n:
-            continue
-        same = True
-        for k in range(n):
-            if tok_bytes[a + k] != buf[pos + k]:
-                same = False
-                break
-        if same:
-            return t
-    return -1
+def _maybe_unreachable(buf, pos, n, filt):
+    """False: buf[pos:pos+n] is not an unreachable token (tables.unreachable_filter); True: it may be."""
+    k = ((n & 15) << 16) | (np.int64(buf[pos]) << 8) | np.int64(buf[pos + n - 1])
+    return (filt[k >> 6] >> uint64(k & 63)) & uint64(1) != uint64(0)
 
 
 @njit
@@ -81,9 +67,8 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     kind = T.config[CFG_PATTERN]
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
-    use_chars = T.config[CFG_TREES] == 3
-    unreach = borrow(T.unreachable)
-    chars_first = len(unreach) <= MAX_UNREACHABLE
+    use_chars = (T.config[CFG_TREES] & 1) != 0
+    unreach_filter = borrow(T.unreach_filter)
     # borrowed views (see jit.borrow): the per-piece helper calls then skip reference counting
     buf = borrow(buf)
     out = borrow(out)
@@ -132,17 +117,21 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
             else:
                 k0 = k1 = uint64(0)
             # pieces of multi-byte characters: merged from whole characters when provably exact,
-            # before the whole-token lookup and the cache (both miss the CPU caches on such text;
-            # a piece that is one token comes out as that token unless the token is unreachable)
+            # before the whole-token lookup and the cache (both miss the CPU caches on such text; a
+            # piece that is one token comes out as that token, unless the token is unreachable)
             chars = (use_chars and n <= CHAR_PIECE
                      and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
-            if chars and chars_first:
+            if chars:
                 m = merge_by_chars(buf, pos, n, out, op, char_bpe, tok_flags, crank, split_l, split_r,
                                    pair_slots, rank_ids, pair_bloom, work, c_pairs)
                 if m >= 0:
-                    if m > 1 and ignore_merges:
-                        t = _unreachable_token(buf, pos, n, unreach, tok_bytes, tok_offsets)
-                        if t >= 0:
+                    if m > 1 and ignore_merges and _maybe_unreachable(buf, pos, n, unreach_filter):
+                        if short:
+                            t = short_lookup(k0, k1, n, short_hash(k0, k1, n), short_vocab)
+                        else:
+                            t = vocab_lookup(buf, pos, pe, hash_bytes(buf, pos, pe), slots, slot_hash,
+                                             tok_bytes, tok_offsets)
+                        if t >= 0:  # a token that merging its bytes does not give: the whole-token rule
                             out[op] = t
                             m = 1
                     op += m

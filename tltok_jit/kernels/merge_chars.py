@@ -24,6 +24,7 @@ from .trees import (
     F_LAST_MB,
     F_R_BEFORE_ASCII,
     F_R_BEFORE_MB,
+    F_MONO,
     F_REACH,
     compat_fast,
 )
@@ -32,6 +33,7 @@ CHAR_PIECE = 256  # pieces of up to this many bytes try the character route
 _ST = CHAR_PIECE + 1  # vals[_ST + i]: token i's state (bit 0: starts a character, bit 1: made here)
 WORK_NEEDED = 2 * CHAR_PIECE + 2
 _ID = np.uint64((1 << 20) - 1)
+_USABLE = F_REACH | F_MONO  # a token the proofs hold for
 
 
 @njit(inline="always")
@@ -46,8 +48,8 @@ def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l
                    rank_ids, bloom, vals, memo):
     """BPE of buf[pos:pos+n] (n <= CHAR_PIECE) into syms[start:]; returns the token count, or -1
     when the piece has a character outside the table or the result cannot be proved (the caller
-    then merges the bytes). `vals` is int64 scratch of length >= WORK_NEEDED. Needs monotone merge
-    trees (the tables enable this route only then)."""
+    then merges the bytes). `vals` is int64 scratch of length >= WORK_NEEDED. Every token of the
+    result must have monotone merges (F_MONO), else -1: the proofs need it."""
     m = 0
     i = pos
     end = pos + n
@@ -114,13 +116,13 @@ def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l
             vals[bi - 1] = _pair_bloom(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids, bloom, memo)
         if bi < m - 1:
             vals[bi] = _pair_bloom(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids, bloom, memo)
-    # prove it: every token reachable, every adjacent pair compatible
+    # prove it: every token reachable with monotone merges, every adjacent pair compatible
     fa = np.int64(tok_flags[syms[start]])
-    if (fa & F_REACH) == 0:
+    if (fa & _USABLE) != _USABLE:
         return -1
     for j in range(1, m):
         fb = np.int64(tok_flags[syms[start + j]])
-        if (fb & F_REACH) == 0:
+        if (fb & _USABLE) != _USABLE:
             return -1
         sb = vals[_ST + j]
         if (sb & 1) != 0:

@@ -28,6 +28,7 @@ F_L_AFTER_MB = 8  # t's left spine never merges across into a neighbour that end
 F_L_AFTER_ASCII = 16  # ... into a neighbour that ends with an ASCII byte
 F_LAST_MB = 32  # t's last byte is >= 0x80
 F_FIRST_MB = 64  # t's first byte is >= 0x80
+F_MONO = 128  # t's own merges come in non-decreasing rank order (the proofs of merge_chars need it)
 
 CHAR_TABLE = 1 << 16  # char_bpe covers U+0000..U+FFFF (1-3 byte characters)
 _ID_MASK = (1 << PAIR_ID_BITS) - 1
@@ -35,9 +36,10 @@ _ID_MASK = (1 << PAIR_ID_BITS) - 1
 
 @njit(cache=True)
 def token_trees(tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, ordinary, max_len):
-    """For every ordinary token t: reach[t] = 1 iff merging its bytes gives exactly [t]; for those,
-    the last merge of that process: split_l[t], split_r[t] and its rank crank[t] (-1 for single bytes).
-    Also whether every such process merges in non-decreasing rank order (what `_compat_fast` needs).
+    """For every ordinary token t: bit 0 of reach[t] is set iff merging its bytes gives exactly [t];
+    for those, the last merge of that process: split_l[t], split_r[t] and its rank crank[t] (-1 for
+    single bytes), and bit 1 of reach[t] is set when that process does NOT merge in non-decreasing
+    rank order. Also whether every such process is monotone (what `compat_fast` needs for any pair).
     The merge loop is `merge.merge_linear`'s (lowest rank, leftmost), recording the last merge; the
     result is cross-checked against `merge_symbols`."""
     n_vocab = len(tok_offsets) - 1
@@ -100,6 +102,7 @@ def token_trees(tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, ordinary
             reach[t] = 1
             if not mono:
                 monotone[0] = False
+                reach[t] = 3
             crank[t] = last_rank
             split_l[t] = last_l
             split_r[t] = last_r
@@ -112,7 +115,7 @@ def token_trees(tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, ordinary
         for k in range(n):
             syms[k] = byte_ids[tok_bytes[a + k]]
         m = merge_symbols(syms, 0, n, pk, pvals, vals)
-        if (m == 1 and syms[0] == t) != (reach[t] == 1):
+        if (m == 1 and syms[0] == t) != ((reach[t] & 1) == 1):
             return reach, crank, split_l, split_r, False, monotone[0]
     return reach, crank, split_l, split_r, True, monotone[0]
 
@@ -253,9 +256,11 @@ def boundary_flags(tok_bytes, tok_offsets, pair_slots, reach, crank, split_l, sp
             r_as[y] = min(r_as[y], rank)
     flags = np.zeros(n_vocab, dtype=np.uint8)
     for t in range(n_vocab):
-        if reach[t] == 0:
+        if (reach[t] & 1) == 0:
             continue
         f = F_REACH
+        if (reach[t] & 2) == 0:
+            f |= F_MONO
         if tok_bytes[tok_offsets[t + 1] - 1] >= 0x80:
             f |= F_LAST_MB
         if tok_bytes[tok_offsets[t]] >= 0x80:
