@@ -15,7 +15,8 @@ from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
 from .hashing import SHORT, hash_bytes, pack_short_at, short_hash, short_lookup, vocab_lookup
 from .jit import borrow, njit
 from .merge import merge_piece
-from .merge_chars import CHAR_PIECE, merge_by_chars
+from .merge_chars import CHAR_PIECE, merge_by_chars_at
+from .scan import data_ptr
 from .scan import np_int, scan_any, scan_pointers
 
 # Tables.config slots
@@ -98,6 +99,19 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     split_r = borrow(T.split_r)
     pair_bloom = borrow(T.pair_bloom)
     bp, s1p, s2p, a0 = scan_pointers(buf, s1, s2)  # the scanners read raw pointers (see scan.data_ptr)
+    # the character route takes its arrays as (pointer, length) pairs (see merge_chars.merge_by_chars_at)
+    outp = data_ptr(out)
+    cbp = data_ptr(char_bpe)
+    tfp = data_ptr(tok_flags)
+    crp = data_ptr(crank)
+    slp = data_ptr(split_l)
+    srp = data_ptr(split_r)
+    n_vocab = len(tok_flags)
+    psp = data_ptr(pair_slots)
+    rip = data_ptr(rank_ids)
+    blp = data_ptr(pair_bloom)
+    wkp = data_ptr(work)
+    cpp = data_ptr(c_pairs)
     for j in range(n_spans):
         pos = spans[3 * j]
         end = spans[3 * j + 1]
@@ -122,8 +136,9 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
             chars = (use_chars and n <= CHAR_PIECE
                      and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
             if chars:
-                m = merge_by_chars(buf, pos, n, out, op, char_bpe, tok_flags, crank, split_l, split_r,
-                                   pair_slots, rank_ids, pair_bloom, work, c_pairs)
+                m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
+                                      psp, len(pair_slots), rip, len(rank_ids), blp, len(pair_bloom), wkp,
+                                      len(work), cpp, len(c_pairs))
                 if m >= 0:
                     if m > 1 and ignore_merges and _maybe_unreachable(buf, pos, n, unreach_filter):
                         if short:
@@ -160,8 +175,9 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
             if m == 0:
                 m = -1
                 if chars:
-                    m = merge_by_chars(buf, pos, n, out, op, char_bpe, tok_flags, crank, split_l, split_r,
-                                       pair_slots, rank_ids, pair_bloom, work, c_pairs)
+                    m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp,
+                                          n_vocab, psp, len(pair_slots), rip, len(rank_ids), blp, len(pair_bloom),
+                                          wkp, len(work), cpp, len(c_pairs))
                 if m < 0:
                     m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
                 if use_cache:

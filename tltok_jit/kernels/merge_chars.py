@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from .hashing import bloom_may_have
+from numba import carray
+
 from .jit import njit
 from .merge import NO_PAIR, _pair_memo
 from .trees import (
@@ -26,6 +28,7 @@ from .trees import (
     F_R_BEFORE_MB,
     F_MONO,
     F_REACH,
+    CHAR_TABLE,
     compat_fast,
 )
 
@@ -138,3 +141,19 @@ def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l
             return -1
         fa = fb
     return m
+
+
+@njit
+def merge_by_chars_at(bufp, nbuf, pos, n, symsp, nsyms, start, char_bpep, tok_flagsp, crankp, split_lp, split_rp,
+                      n_vocab, pair_slotsp, n_slots, rank_idsp, n_ranks, bloomp, n_bloom, valsp, n_vals, memop,
+                      n_memo):
+    """merge_by_chars on arrays given as (data pointer, length) pairs (scan.data_ptr).
+
+    The piece loop calls this one instead of inlining the route: inlined into every variant of the
+    loop it made the first compile of a batch call take minutes, and a call that passes a dozen
+    arrays spends more time on their structs than the route does on a short piece."""
+    return merge_by_chars(carray(bufp, (nbuf,)), pos, n, carray(symsp, (nsyms,)), start,
+                          carray(char_bpep, (CHAR_TABLE,)), carray(tok_flagsp, (n_vocab,)),
+                          carray(crankp, (n_vocab,)), carray(split_lp, (n_vocab,)), carray(split_rp, (n_vocab,)),
+                          carray(pair_slotsp, (n_slots,)), carray(rank_idsp, (n_ranks,)),
+                          carray(bloomp, (n_bloom,)), carray(valsp, (n_vals,)), carray(memop, (n_memo,)))
