@@ -279,7 +279,10 @@ def test_long_s_and_case_folding():
     allc = "".join(map(chr, range(0x80, 0x110000)))
     assert [0x80 + m.start() for m in regex.finditer(r"(?i)[dlmrstve]", allc)] == [0x017F]
     for kind, text, want in [(C, "'ſa", ["'ſ", "a"]), (O, "a'ſb", ["a'ſ", "b"]), (G, "'ſa", ["'", "ſa"]),
-                             (C, "'\u212a", ["'\u212a"]), (O, "a'\u212a", ["a", "'\u212a"])]:
+                             (C, "'\u212a", ["'\u212a"]), (O, "a'\u212a", ["a", "'\u212a"]),
+                             # ſ is C5 BF: neither byte alone makes a contraction (Ł is C5 81, ¿ is C2 BF)
+                             (C, "'Łb", ["'Łb"]), (O, "a'Łb", ["a", "'Łb"]), (C, "'¿a", ["'¿", "a"]),
+                             (O, "a'¿", ["a", "'¿"])]:
         assert tiktoken_pieces(kind, text) == want
         assert our_pieces(kind, text) == want
 
@@ -304,6 +307,26 @@ def test_segment_bounds_and_dollar():
     buf = np.frombuffer(data, dtype=np.uint8)
     assert scan.next_piece(99, buf, 0, len(data), STAGE1, STAGE2) == -1
     assert scan.count_pieces(99, buf, 0, len(data), STAGE1, STAGE2) == -1
+
+
+# the bytes right after a cut that would extend the piece if they were read: contraction letters
+# (2 and 3 byte forms), CR/LF and '/', digits, cased letters
+PAST_END = ["a's", "a'S", "a'll", "a'VE", "a'ſ", "x!!/\n/", "x !\r\n", "12345", "ab  \ncd", "ABCd", "AʰBc", "ǅa a'm"]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=KIND_IDS)
+def test_segment_end_is_end_of_text(kind):
+    """A segment [start, end) of a larger buffer scans like its text alone, for every cut: nothing
+    at or past `end` is looked at, even when those bytes would continue the piece."""
+    for text in PAST_END:
+        data = text.encode()
+        for j in (0, 1):
+            start = len(text[:j].encode())
+            for k in range(j + 1, len(text)):
+                end = len(text[:k].encode())
+                got = split_at(data, start, our_ends(kind, data, start, end))
+                want = [p.encode() for p in ref_pieces(kind, data[start:end].decode())]
+                assert got == want, (text, start, end)
 
 
 @settings(max_examples=300, deadline=None)
