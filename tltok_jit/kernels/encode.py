@@ -92,24 +92,18 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     c_state = borrow(cache.state[w])
     c_short = borrow(cache.short[w])
     c_pairs = borrow(cache.pairs[w])
-    char_bpe = borrow(T.char_bpe)
-    tok_flags = borrow(T.tok_flags)
-    crank = borrow(T.crank)
-    split_l = borrow(T.split_l)
-    split_r = borrow(T.split_r)
-    pair_bloom = borrow(T.pair_bloom)
     bp, s1p, s2p, a0 = scan_pointers(buf, s1, s2)  # the scanners read raw pointers (see scan.data_ptr)
     # the character route takes its arrays as (pointer, length) pairs (see merge_chars.merge_by_chars_at)
     outp = data_ptr(out)
-    cbp = data_ptr(char_bpe)
-    tfp = data_ptr(tok_flags)
-    crp = data_ptr(crank)
-    slp = data_ptr(split_l)
-    srp = data_ptr(split_r)
-    n_vocab = len(tok_flags)
+    cbp = data_ptr(T.char_bpe)
+    tfp = data_ptr(T.tok_flags)
+    crp = data_ptr(T.crank)
+    slp = data_ptr(T.split_l)
+    srp = data_ptr(T.split_r)
+    n_vocab = len(T.tok_flags)
     psp = data_ptr(pair_slots)
     rip = data_ptr(rank_ids)
-    blp = data_ptr(pair_bloom)
+    blp = data_ptr(T.pair_bloom)
     wkp = data_ptr(work)
     cpp = data_ptr(c_pairs)
     for j in range(n_spans):
@@ -137,7 +131,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                      and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
             if chars:
                 m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
-                                      psp, len(pair_slots), rip, len(rank_ids), blp, len(pair_bloom), wkp,
+                                      psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom), wkp,
                                       len(work), cpp, len(c_pairs))
                 if m >= 0:
                     if m > 1 and ignore_merges and _maybe_unreachable(buf, pos, n, unreach_filter):
@@ -176,7 +170,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 m = -1
                 if chars:
                     m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp,
-                                          n_vocab, psp, len(pair_slots), rip, len(rank_ids), blp, len(pair_bloom),
+                                          n_vocab, psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom),
                                           wkp, len(work), cpp, len(c_pairs))
                 if m < 0:
                     m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)

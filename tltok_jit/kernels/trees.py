@@ -34,6 +34,16 @@ CHAR_TABLE = 1 << 16  # char_bpe covers U+0000..U+FFFF (1-3 byte characters)
 _ID_MASK = (1 << PAIR_ID_BITS) - 1
 
 
+@njit(inline="always")
+def _byte_symbols(t, tok_bytes, tok_offsets, byte_ids, syms, at):
+    """syms[at:] = the byte tokens of token t's bytes; returns their number."""
+    a = tok_offsets[t]
+    n = tok_offsets[t + 1] - a
+    for k in range(n):
+        syms[at + k] = byte_ids[tok_bytes[a + k]]
+    return n
+
+
 @njit(cache=True)
 def token_trees(tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, ordinary, max_len):
     """For every ordinary token t: bit 0 of reach[t] is set iff merging its bytes gives exactly [t];
@@ -57,10 +67,7 @@ def token_trees(tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, ordinary
     for t in range(n_vocab):
         if not ordinary[t]:
             continue
-        a = tok_offsets[t]
-        n = tok_offsets[t + 1] - a
-        for k in range(n):
-            syms[k] = byte_ids[tok_bytes[a + k]]
+        n = _byte_symbols(t, tok_bytes, tok_offsets, byte_ids, syms, 0)
         if n == 1:
             if syms[0] == t:
                 reach[t] = 1
@@ -110,10 +117,7 @@ def token_trees(tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, ordinary
     for t in range(n_vocab):
         if not ordinary[t]:
             continue
-        a = tok_offsets[t]
-        n = tok_offsets[t + 1] - a
-        for k in range(n):
-            syms[k] = byte_ids[tok_bytes[a + k]]
+        n = _byte_symbols(t, tok_bytes, tok_offsets, byte_ids, syms, 0)
         m = merge_symbols(syms, 0, n, pk, pvals, vals)
         if (m == 1 and syms[0] == t) != ((reach[t] & 1) == 1):
             return reach, crank, split_l, split_r, False, monotone[0]
@@ -199,14 +203,8 @@ def _spine_safe(t, crank, child, lowest_mb, lowest_as):
 def merges_to_pair(a, b, tok_bytes, tok_offsets, byte_ids, pair_slots, rank_ids, syms, vals):
     """Merge(bytes(a) + bytes(b)) == [a, b], by merging (syms: uint32 scratch, vals: int64 scratch,
     both of length >= the two tokens' bytes)."""
-    oa = tok_offsets[a]
-    na = tok_offsets[a + 1] - oa
-    ob = tok_offsets[b]
-    nb = tok_offsets[b + 1] - ob
-    for k in range(na):
-        syms[k] = byte_ids[tok_bytes[oa + k]]
-    for k in range(nb):
-        syms[na + k] = byte_ids[tok_bytes[ob + k]]
+    na = _byte_symbols(a, tok_bytes, tok_offsets, byte_ids, syms, 0)
+    nb = _byte_symbols(b, tok_bytes, tok_offsets, byte_ids, syms, na)
     m = merge_symbols(syms, 0, na + nb, pair_slots, rank_ids, vals)
     return m == 2 and syms[0] == a and syms[1] == b
 
