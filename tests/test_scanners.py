@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import SHARED, get_tiktoken_oracle, tiktoken_params
+from tltok_jit import patterns as tltok_patterns
 from tltok_jit.kernels import scan
 from tltok_jit.unicode.classes import (
     CLS_LL,
@@ -456,3 +457,43 @@ def test_corpus_vs_tiktoken_real_ranks(name, kind):
     else:
         sample = _corpus_text(name)[:65536]
     assert_real_parity(kind, sample, real_encoding(kind))
+
+
+# ------------------------------------------------------------------------------------------------
+# the ASCII fast paths (scan._o200k_ascii, scan._letters_ascii, scan._letters8)
+# ------------------------------------------------------------------------------------------------
+
+# ASCII letter runs of lengths around the eight-byte steps, and what may end or continue them: a
+# non-ASCII letter/mark (the fast path must hand over), punctuation, spaces, digits, contractions
+ASCII_RUNS = ["a" * 7, "b" * 8, "c" * 9, "d" * 15, "e" * 16, "f" * 17, "word", "Word", "WORD", "WORDs", "x" * 24,
+              "z" * 9, "Z" * 10, "aAzZ" * 3, "puzzle", "Zebra"]
+ASCII_ENDS = ["é", "É", "ʰ", "ǅ", "中", "\u0301", "ſ", "'s", "'S", "'ſ", "'ll", ".", ",", "(", "//", "!\n", "\r\n",
+              "\n", "\r", " ", "  ", "\u00a0", "1", "12345", "_", "@", "[", "`", "{", "\x00", "\x1c", "\t",
+              "¡", "«", "—", ".¡", "!—", " (\u0301", "..\u0301", "-\u20dd"]
+SCAN_KINDS = KINDS + [scan.PAT_LLAMA3, scan.PAT_QWEN2, scan.PAT_TEKKEN]
+SCAN_PATTERNS = {scan.PAT_LLAMA3: tltok_patterns.LLAMA3_PATTERN, scan.PAT_QWEN2: tltok_patterns.QWEN2_PATTERN,
+                 scan.PAT_TEKKEN: tltok_patterns.TEKKEN_PATTERN}
+
+
+def _ref_any(kind: int, text: str) -> list[str]:
+    if kind in SCAN_PATTERNS:
+        return ref_regex(kind, SCAN_PATTERNS[kind]).findall(text)
+    return ref_pieces(kind, text)
+
+
+@pytest.mark.parametrize("kind", SCAN_KINDS, ids=KIND_IDS + ["llama3", "qwen2", "tekken"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.one_of(st.sampled_from(ASCII_RUNS), st.sampled_from(ASCII_ENDS)), max_size=12),
+       cut=st.integers(min_value=0, max_value=40))
+def test_ascii_fast_paths_vs_regex_module(kind, parts, cut):
+    """Long ASCII runs ended by every kind of neighbour, whole and cut short by a segment end that
+    falls inside a run (the eight-byte loads see past it)."""
+    text = "".join(parts)
+    if not all(agrees(ch) for ch in set(text)):
+        return
+    data = text.encode()
+    assert split_at(data, 0, our_ends(kind, data)) == [p.encode() for p in _ref_any(kind, text)]
+    end = len(text[:len(text) - cut].encode()) if cut < len(text) else 0
+    if end > 0:
+        got = split_at(data, 0, our_ends(kind, data, 0, end))
+        assert got == [p.encode() for p in _ref_any(kind, data[:end].decode())]

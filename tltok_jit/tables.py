@@ -76,7 +76,7 @@ class Tables(NamedTuple):
     vocab_hash: np.ndarray  # uint64 hash per slot
     short_vocab: np.ndarray  # uint64[4 * capacity]: ordinary tokens of <= 16 bytes, keyed by their bytes
     pair_slots: np.ndarray  # uint64 (left << 44 | right << 24 | rank), all-ones empty
-    rank_ids: np.ndarray  # int32[max rank + 1]: the token a merge of that rank makes
+    rank_ids: np.ndarray  # int32[max rank + 1]: the token a merge of that rank makes; empty: the rank itself
     pair_bloom: np.ndarray  # uint64[2**k]: Bloom filter of the merge table's pairs (hashing.bloom_may_have)
     byte_ids: np.ndarray  # int32[256]: the token of each single byte
     byte_pairs: np.ndarray  # int64[65536]: merge value (rank << 32 | id) of byte pair x << 8 | y, or max
@@ -309,6 +309,11 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     unreach_filter = unreachable_filter(by_id, ordinary & ((tok_flags & F_REACH) == 0))
     config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), trees],
                       dtype=np.int64)
+    made = rank_ids >= 0
+    if np.array_equal(rank_ids[made], np.flatnonzero(made)):
+        # every merge of rank r makes token r (tiktoken files): an empty table tells pair_lookup so,
+        # which saves it a dependent load per probe
+        rank_ids = np.empty(0, dtype=np.int32)
     slots, slot_hash, short_vocab, pair_slots, rank_ids = (
         _on_huge_pages(a) for a in (slots, slot_hash, short_vocab, pair_slots, rank_ids))
     arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, root, starts, ebyte,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import prange, uint64
 
-from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put
-from .hashing import SHORT, hash_bytes, pack_short_at, short_hash, short_lookup, vocab_lookup
-from .jit import borrow, njit
+from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put, short_slot
+from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
+from .jit import borrow, njit, prefetch
 from .merge import merge_piece
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
 from .scan import data_ptr
@@ -28,6 +28,9 @@ _HIGH = uint64(0x8080808080808080)
 
 
 SPAN_BATCH = 256  # rows per encode_ordinary_spans call in the row kernels
+WINDOW = 64  # pieces scanned ahead of their lookups (see encode_ordinary_spans)
+_NOT_LOOKED_UP = -2  # window stage marks
+_LOOK_UP = -3
 
 
 @njit(inline="always")
@@ -106,81 +109,122 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     blp = data_ptr(T.pair_bloom)
     wkp = data_ptr(work)
     cpp = data_ptr(c_pairs)
+    sv_mask = (len(short_vocab) // SHORT_WORDS) - 1
+    w_end = np.empty(WINDOW, dtype=np.int64)
+    w_k0 = np.empty(WINDOW, dtype=np.uint64)
+    w_k1 = np.empty(WINDOW, dtype=np.uint64)
+    w_h = np.empty(WINDOW, dtype=np.uint64)
+    w_t = np.empty(WINDOW, dtype=np.int64)
     for j in range(n_spans):
         pos = spans[3 * j]
         end = spans[3 * j + 1]
         op0 = spans[3 * j + 2]
         op = op0
         while pos < end:
-            pe = scan_any(kind, bp, np_int(pos), np_int(end), s1p, s2p, a0)
-            n = pe - pos
-            if n == 1:
-                out[op] = byte_ids[buf[pos]]
-                op += 1
-                pos = pe
-                continue
-            short = n <= SHORT
-            if short:
-                k0, k1 = pack_short_at(buf, bp, pos, n)
-            else:
-                k0 = k1 = uint64(0)
-            # pieces of multi-byte characters: merged from whole characters when provably exact,
-            # before the whole-token lookup and the cache (both miss the CPU caches on such text; a
-            # piece that is one token comes out as that token, unless the token is unreachable)
-            chars = (use_chars and n <= CHAR_PIECE
-                     and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
-            if chars:
-                m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
-                                      psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom), wkp,
-                                      len(work), cpp, len(c_pairs))
-                if m >= 0:
-                    if m > 1 and ignore_merges and _maybe_unreachable(buf, pos, n, unreach_filter):
-                        if short:
-                            t = short_lookup(k0, k1, n, short_hash(k0, k1, n), short_vocab)
-                        else:
-                            t = vocab_lookup(buf, pos, pe, hash_bytes(buf, pos, pe), slots, slot_hash,
-                                             tok_bytes, tok_offsets)
-                        if t >= 0:  # a token that merging its bytes does not give: the whole-token rule
-                            out[op] = t
-                            m = 1
-                    op += m
+            # A window of pieces goes through three stages: scan (and prefetch the whole-token table
+            # slot of each short ASCII piece), look up (and prefetch the piece cache slot of each
+            # miss), emit. Both tables are larger than the CPU caches; this way their misses overlap
+            # instead of stalling one after another.
+            nw = 0
+            q = pos
+            while nw < WINDOW and q < end:
+                qe = scan_any(kind, bp, np_int(q), np_int(end), s1p, s2p, a0)
+                w_end[nw] = qe
+                w_t[nw] = _NOT_LOOKED_UP
+                n = qe - q
+                if 1 < n <= SHORT:
+                    k0, k1 = pack_short_at(buf, bp, q, n)
+                    h = short_hash(k0, k1, n)
+                    w_k0[nw] = k0
+                    w_k1[nw] = k1
+                    w_h[nw] = h
+                    if ignore_merges and (not use_chars or ((k0 | k1) & _HIGH) == 0):
+                        prefetch(short_vocab, SHORT_WORDS * slot_of(h, sv_mask))
+                        w_t[nw] = _LOOK_UP
+                nw += 1
+                q = qe
+            q = pos
+            for wi in range(nw):
+                if w_t[wi] == _LOOK_UP:
+                    n = w_end[wi] - q
+                    t = short_lookup(w_k0[wi], w_k1[wi], n, w_h[wi], short_vocab)
+                    w_t[wi] = t
+                    if t < 0 and use_cache:
+                        prefetch(c_short, 8 * short_slot(w_h[wi]))
+                q = w_end[wi]
+            for wi in range(nw):
+                pe = w_end[wi]
+                n = pe - pos
+                if n == 1:
+                    out[op] = byte_ids[buf[pos]]
+                    op += 1
                     pos = pe
                     continue
-                chars = False  # no proof: the usual route
-            # whole-token lookup first (tiktoken's rule); tokens of <= SHORT bytes have a table whose
-            # hot part stays in the CPU caches, and their own small piece cache
-            if short:
-                h = short_hash(k0, k1, n)
-                t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
-            else:
-                h = hash_bytes(buf, pos, pe)
-                t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets) if ignore_merges else -1
-            if t >= 0:
-                out[op] = t
-                op += 1
-                pos = pe
-                continue
-            m = 0
-            if use_cache:
+                short = n <= SHORT
                 if short:
-                    m = short_get(c_short, k0, k1, n, h, out, op)
+                    k0 = w_k0[wi]
+                    k1 = w_k1[wi]
                 else:
-                    m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
-            if m == 0:
-                m = -1
+                    k0 = k1 = uint64(0)
+                # pieces of multi-byte characters: merged from whole characters when provably exact,
+                # before the whole-token lookup and the cache (both miss the CPU caches on such text; a
+                # piece that is one token comes out as that token, unless the token is unreachable)
+                chars = (use_chars and n <= CHAR_PIECE
+                         and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
                 if chars:
-                    m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp,
-                                          n_vocab, psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom),
-                                          wkp, len(work), cpp, len(c_pairs))
-                if m < 0:
-                    m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
+                    m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
+                                          psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom), wkp,
+                                          len(work), cpp, len(c_pairs))
+                    if m >= 0:
+                        if m > 1 and ignore_merges and _maybe_unreachable(buf, pos, n, unreach_filter):
+                            if short:
+                                t = short_lookup(k0, k1, n, w_h[wi], short_vocab)
+                            else:
+                                t = vocab_lookup(buf, pos, pe, hash_bytes(buf, pos, pe), slots, slot_hash,
+                                                 tok_bytes, tok_offsets)
+                            if t >= 0:  # a token that merging its bytes does not give: the whole-token rule
+                                out[op] = t
+                                m = 1
+                        op += m
+                        pos = pe
+                        continue
+                    chars = False  # no proof: the usual route
+                # whole-token lookup first (tiktoken's rule); tokens of <= SHORT bytes have a table whose
+                # hot part stays in the CPU caches, and their own small piece cache
+                if short:
+                    h = w_h[wi]
+                    t = w_t[wi]
+                    if t == _NOT_LOOKED_UP:
+                        t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
+                else:
+                    h = hash_bytes(buf, pos, pe)
+                    t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets) if ignore_merges else -1
+                if t >= 0:
+                    out[op] = t
+                    op += 1
+                    pos = pe
+                    continue
+                m = 0
                 if use_cache:
-                    if not short:
-                        cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
-                    elif m <= SHORT_IDS:
-                        short_put(c_short, k0, k1, n, h, out, op, m)
-            op += m
-            pos = pe
+                    if short:
+                        m = short_get(c_short, k0, k1, n, h, out, op)
+                    else:
+                        m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
+                if m == 0:
+                    m = -1
+                    if chars:
+                        m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp,
+                                              n_vocab, psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom),
+                                              wkp, len(work), cpp, len(c_pairs))
+                    if m < 0:
+                        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, c_pairs)
+                    if use_cache:
+                        if not short:
+                            cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
+                        elif m <= SHORT_IDS:
+                            short_put(c_short, k0, k1, n, h, out, op, m)
+                op += m
+                pos = pe
         spans[3 * j + 2] = op - op0
     return 0
 

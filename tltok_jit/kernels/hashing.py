@@ -196,7 +196,7 @@ def pair_lookup(a, b, pair_slots, rank_ids):
     """(rank << 32 | merged id) of the pair (a, b), or -1.
 
     One uint64 per slot (key << 24 | rank) so a probe touches one cache line; the merged id of a
-    rank comes from `rank_ids` (it is the rank itself for tiktoken vocabularies)."""
+    rank comes from `rank_ids`, or is the rank itself when `rank_ids` is empty (tiktoken files)."""
     k = pair_key(a, b)
     mask = len(pair_slots) - 1
     s = np.int64((k * uint64(_MIX)) >> uint64(24)) & mask
@@ -204,6 +204,8 @@ def pair_lookup(a, b, pair_slots, rank_ids):
         v = pair_slots[s]
         if (v >> uint64(PAIR_RANK_BITS)) == k:
             r = np.int64(v & uint64(_RANK_MASK))
+            if len(rank_ids) == 0:  # ids are ranks (see tables.Tables.rank_ids)
+                return (r << 32) | r
             return (r << 32) | np.int64(rank_ids[r])
         if v == EMPTY_PAIR:
             return np.int64(-1)

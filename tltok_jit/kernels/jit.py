@@ -11,6 +11,7 @@ import llvmlite.ir
 import numba
 import numba.core.cgutils
 import numba.extending
+import numpy as np
 
 
 def _cache_usable() -> bool:
@@ -49,6 +50,20 @@ def njit(*args, **kwargs):
     kwargs.setdefault("nogil", True)
     kwargs.setdefault("boundscheck", False)
     return numba.njit(*args, **kwargs)
+
+
+try:  # count trailing zeros (llvm.cttz)
+    from numba.cpython.unsafe.numbers import trailing_zeros
+except ImportError:  # pragma: no cover - an internal numba helper; a de Bruijn sequence otherwise
+    _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+    _DEBRUIJN_INDEX = np.array([0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53,
+                                51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54,
+                                35, 52, 21, 44, 32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13,
+                                8, 7, 6], dtype=np.int64)
+
+    @njit
+    def trailing_zeros(x):
+        return _DEBRUIJN_INDEX[np.int64(((x & (~x + np.uint64(1))) * _DEBRUIJN) >> np.uint64(58))]
 
 
 @numba.extending.intrinsic
@@ -90,5 +105,28 @@ def load_u64(typingctx, ptr, i):
         p = builder.gep(args[0], [args[1]])
         p = builder.bitcast(p, llvmlite.ir.IntType(64).as_pointer())
         return builder.load(p, align=1)
+
+    return sig, codegen
+
+
+@numba.extending.intrinsic
+def prefetch(typingctx, arr, i):
+    """Ask the CPU to bring the cache line of arr[i] in (a hint: no fault, no effect on results).
+
+    The piece loop knows a window of pieces ahead and prefetches their table slots, so the misses of
+    tables larger than the CPU caches overlap instead of stalling one after another."""
+    if not isinstance(arr, numba.types.Array) or not isinstance(i, numba.types.Integer):
+        return None
+    sig = numba.types.void(arr, i)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, value=args[0])
+        p = builder.gep(ary.data, [args[1]])
+        i8p = llvmlite.ir.IntType(8).as_pointer()
+        i32 = llvmlite.ir.IntType(32)
+        fnty = llvmlite.ir.FunctionType(llvmlite.ir.VoidType(), [i8p, i32, i32, i32])
+        fn = numba.core.cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(p, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
 
     return sig, codegen

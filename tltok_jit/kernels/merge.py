@@ -14,20 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hashing import pair_lookup
-from .jit import njit
-
-try:  # count trailing zeros (llvm.cttz)
-    from numba.cpython.unsafe.numbers import trailing_zeros
-except ImportError:  # pragma: no cover - an internal numba helper; a de Bruijn sequence otherwise
-    _DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-    _DEBRUIJN_INDEX = np.array([0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53,
-                                51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54,
-                                35, 52, 21, 44, 32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13,
-                                8, 7, 6], dtype=np.int64)
-
-    @njit
-    def trailing_zeros(x):
-        return _DEBRUIJN_INDEX[np.int64(((x & (~x + np.uint64(1))) * _DEBRUIJN) >> np.uint64(58))]
+from .jit import njit, trailing_zeros
 
 NO_PAIR = np.int64(0x7FFFFFFFFFFFFFFF)
 SMALL_PIECE = 40  # linear rescan up to here; measured crossover with the heap

@@ -53,7 +53,7 @@ from ..unicode.classes import (
     CLS_OTHER,
     CLS_SPACE,
 )
-from .jit import njit
+from .jit import LITTLE_ENDIAN, load_u64, njit, trailing_zeros
 from .utf8 import cp_class, decode_cp
 
 PAT_GPT2 = 0  # r50k_base, p50k_base, gpt2
@@ -288,6 +288,115 @@ def _o200k_word(buf, pos, end, s1, s2, a0, c0, n0):
 
 
 # ----------------------------------------------------------------------------------------------
+# ASCII fast paths: the common pieces of English and code (` word`, `Word`, `, `) decided with byte
+# compares and, for letter runs, eight bytes at a time. They answer only when every character they
+# looked at, and the one that ended each run, is ASCII (or the segment ends); otherwise they return
+# -1 and the general scanner decides, so they never change a result.
+# ----------------------------------------------------------------------------------------------
+
+_H8 = np.uint64(0x8080808080808080)
+_LO7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_ADD_A = np.uint64(0x1F1F1F1F1F1F1F1F)  # y + this has bit 7 set <=> y >= 0x61 ('a'), for y < 0x80
+_ADD_Z = np.uint64(0x0505050505050505)  # ... <=> y >= 0x7B (past 'z')
+_CASE = np.uint64(0x2020202020202020)
+
+
+@njit(inline="always")
+def _letters8(buf, i, end, fold):
+    """End of the run from i of ASCII lower-case letters (all ASCII letters if `fold`)."""
+    if LITTLE_ENDIAN:
+        while i + 8 <= end:
+            x = load_u64(buf, i)
+            y = x & _LO7
+            if fold:
+                y |= _CASE  # A-Z -> a-z; no other byte lands in a-z
+            low = (y + _ADD_A) & ~(y + _ADD_Z) & ~x & _H8
+            stop = ~low & _H8
+            if stop != np.uint64(0):
+                return i + (np_int(trailing_zeros(stop)) >> 3)
+            i += 8
+    while i < end:
+        b = np_int(buf[i])
+        if fold:
+            b = b | 0x20
+        if b < 0x61 or b > 0x7A:
+            break
+        i += 1
+    return i
+
+
+@njit(inline="always")
+def _ascii_done(buf, i, end):
+    """True when a run that stopped at i was ended by an ASCII byte or the segment end."""
+    return i >= end or buf[i] < 0x80
+
+
+@njit(inline="always")
+def _other_run_ascii(buf, i, end, s2, a0):
+    """End of the run from i of ASCII characters of class OTHER."""
+    while i < end:
+        b = buf[i]
+        if b >= 0x80 or s2[a0 + b] != CLS_OTHER:
+            break
+        i += 1
+    return i
+
+
+@njit(inline="always")
+def _o200k_ascii(buf, pos, end, s2, a0, b):
+    """scan_o200k for a piece starting with the ASCII byte b, or -1 (undecided)."""
+    c = np_int(s2[a0 + b])
+    p = pos
+    if c == CLS_OTHER or (c == CLS_SPACE and b != _CR and b != _LF):
+        p = pos + 1  # the optional [^\r\n\p{L}\p{N}] prefix
+    elif c != CLS_LU and c != CLS_LL:
+        return np_int(-1)
+    i = p
+    while i < end and 0x41 <= buf[i] <= 0x5A:  # [A-Z]* (ASCII has no Lt/Lm/Lo/M)
+        i += 1
+    if i < end:
+        d = buf[i]
+        if 0x61 <= d <= 0x7A:  # U* W+
+            e = _letters8(buf, i + 1, end, False)
+            if not _ascii_done(buf, e, end):
+                return np_int(-1)
+            return e + _contraction_ci(buf, e, end)
+        if d >= 0x80:
+            return np_int(-1)
+    if i > p:  # U+ W* with W* empty
+        return i + _contraction_ci(buf, i, end)
+    # no word: ` ?[^\s\p{L}\p{N}]+[\r\n/]*` for an ASCII punctuation run
+    if c == CLS_OTHER:
+        e = _other_run_ascii(buf, pos + 1, end, s2, a0)
+    elif b == _SP and p < end and buf[p] < 0x80 and s2[a0 + buf[p]] == CLS_OTHER:
+        e = _other_run_ascii(buf, p + 1, end, s2, a0)
+    else:
+        return np_int(-1)
+    if not _ascii_done(buf, e, end):
+        return np_int(-1)
+    return _crlf_slash_tail(buf, e, end)
+
+
+@njit(inline="always")
+def _letters_ascii(buf, pos, end, s2, a0, b):
+    """The letter alternative on an ASCII piece, or -1 (undecided): GPT-2's ` ?\\p{L}++` (b a space or
+    a letter) and cl100k's / Llama-3's `[^\\r\\n\\p{L}\\p{N}]?\\p{L}+` (b not CR, LF or a digit)."""
+    c = np_int(s2[a0 + b])
+    p = pos
+    if c != CLS_LU and c != CLS_LL:
+        p = pos + 1
+        if p >= end:
+            return np_int(-1)
+        d = buf[p] | 0x20
+        if d < 0x61 or d > 0x7A:
+            return np_int(-1)
+    e = _letters8(buf, p + 1, end, True)
+    if not _ascii_done(buf, e, end):
+        return np_int(-1)
+    return e
+
+
+# ----------------------------------------------------------------------------------------------
 # The scanner cores (pointer arguments, see scan_pointers) and the array-level entry points
 # ----------------------------------------------------------------------------------------------
 
@@ -299,6 +408,10 @@ def scan_gpt2(buf, pos, end, s1, s2, a0):
         k = _contraction_cs(buf, pos, end)
         if k > 0:
             return pos + k
+    if b == _SP or 0x61 <= (b | 0x20) <= 0x7A:
+        r = _letters_ascii(buf, pos, end, s2, a0, b)
+        if r >= 0:
+            return r
     c, n = _class(buf, pos, end, s1, s2, a0)
     if c == CLS_SPACE:
         if b == _SP and pos + 1 < end:
@@ -327,6 +440,10 @@ def scan_cl100k(buf, pos, end, s1, s2, a0):
         k = _contraction_ci(buf, pos, end)
         if k > 0:
             return pos + k
+    if b < 0x80 and b != _CR and b != _LF and not 0x30 <= b <= 0x39:
+        r = _letters_ascii(buf, pos, end, s2, a0, b)
+        if r >= 0:
+            return r
     c, n = _class(buf, pos, end, s1, s2, a0)
     if _in(M_L, c):
         return _run(buf, pos + n, end, s1, s2, a0, M_L)
@@ -359,6 +476,10 @@ def scan_o200k(buf, pos, end, s1, s2, a0):
     [^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]+[LlLmLoM]*(?i:...)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|
     \\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`"""
     b = buf[pos]
+    if b < 0x80:
+        r = _o200k_ascii(buf, pos, end, s2, a0, b)
+        if r >= 0:
+            return r
     c, n = _class(buf, pos, end, s1, s2, a0)
     if c == CLS_NUMBER:
         return _run_max(buf, pos + n, end, s1, s2, a0, M_N, 2)
@@ -396,6 +517,10 @@ def _llama3_core(buf, pos, end, s1, s2, a0, max_digits):
         k = _contraction_ci(buf, pos, end)
         if k > 0:
             return pos + k
+    if b < 0x80 and b != _CR and b != _LF and not 0x30 <= b <= 0x39:
+        r = _letters_ascii(buf, pos, end, s2, a0, b)
+        if r >= 0:
+            return r
     c, n = _class(buf, pos, end, s1, s2, a0)
     if _in(M_L, c):
         return _run(buf, pos + n, end, s1, s2, a0, M_L)
