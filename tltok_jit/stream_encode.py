@@ -101,7 +101,7 @@ Delay and memory
   runs of spaces, tabs, newlines, punctuation, digits, emoji, CJK, Devanagari, capitals, in all
   three encodings; the test asserts <= 2 * maxlen.
 * Unbounded by necessity (exactness forbids any bounded delay, the lookback b(R) of the regex is
-  infinite there): cl100k/o200k `\s*[\r\n]` - a CR/LF followed by a long whitespace run without
+  infinite there): cl100k/o200k `\\s*[\\r\\n]` - a CR/LF followed by a long whitespace run without
   CR/LF: whether the piece ends at the CR/LF depends on whether another CR/LF comes; and o200k
   `[U]*[W]+` - a Lm/Lo/M followed by a long run of capitals: whether the run joins the piece
   depends on a lowercase letter after it. The tokens differ in both futures, so they are held until
