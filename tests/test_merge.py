@@ -144,9 +144,10 @@ def test_kernels_equal_naive_reference(seed, text):
     data = np.frombuffer(b"xy" + text.encode(), dtype=np.uint8)  # non-zero byte offset
     syms = np.zeros(len(text) + 5, dtype=np.uint32)
     memo = np.full(64, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)  # tiny: slots get reused
-    for _ in range(2):  # the second run answers from the pair memo
+    # twice with the memo (the second run answers from it), then without a memo behind the Bloom filter
+    for m, bloom in ((memo, memo[:0]), (memo, memo[:0]), (memo[:0], T.pair_bloom)):
         n = merge_piece(data, 2, len(text), syms, 0, T.byte_ids, T.byte_pairs, T.pair_slots, T.rank_ids,
-                        np.zeros(16384, dtype=np.int64), memo)
+                        np.zeros(16384, dtype=np.int64), m, bloom)
         assert syms[:n].tolist() == want  # the dense byte-pair start (short) and the scratch heap (longer)
     syms = np.array([0, 0] + symbols, dtype=np.uint32)
     n = merge_heap_in(syms, 2, len(symbols), T.pair_slots, T.rank_ids, np.zeros(6 * len(symbols) + 1, dtype=np.int64))

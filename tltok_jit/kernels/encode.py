@@ -111,6 +111,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     cpp = data_ptr(c_pairs)
     # the merge table answers in one probe when ids are ranks; the memo in front of it then costs more than it saves
     memo = c_pairs[:0] if len(rank_ids) == 0 else c_pairs
+    bloom = borrow(T.pair_bloom)
     sv_mask = (len(short_vocab) // SHORT_WORDS) - 1
     w_end = np.empty(WINDOW, dtype=np.int64)
     w_k0 = np.empty(WINDOW, dtype=np.uint64)
@@ -219,7 +220,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                                               n_vocab, psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom),
                                               wkp, len(work), cpp, len(c_pairs))
                     if m < 0:
-                        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, memo)
+                        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, memo, bloom)
                     if use_cache:
                         if not short:
                             cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)

@@ -43,7 +43,7 @@ _USABLE = F_REACH | F_MONO  # a token the proofs hold for
 def _pair_bloom(a, b, pair_slots, rank_ids, bloom, memo):
     if not bloom_may_have(a, b, bloom):
         return NO_PAIR
-    return _pair_memo(a, b, pair_slots, rank_ids, memo)
+    return _pair_memo(a, b, pair_slots, rank_ids, memo, memo[:0])
 
 
 @njit(inline="always")
