@@ -305,3 +305,36 @@ def test_cjk_text_equals_hf(text):
     for name in ("llama3", "qwen2.5", "mistral-nemo"):
         enc, hf = _hf_pair(name)
         assert enc.encode_ordinary(text) == hf.encode(text, add_special_tokens=False).ids, name
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen2.5"])
+def test_pair_proof_with_merges_ranked_from_zero(name):
+    """tokenizer.json merges are ranked from 0 (tiktoken's from 256): `compat_fast` equals merging on
+    every pair of bytes and tokens of the 300 first merges (Llama-3's rank 0 is `Ġ` + `Ġ`, so
+    (`Ġ`, `ĠĠ`) must be refused: BPE makes `ĠĠ` + `Ġ` of three spaces)."""
+    from tltok_jit.kernels.trees import F_MONO, compat_fast, merges_to_pair
+
+    enc, _ = _hf_pair(name)
+    T = enc._t
+
+    @njit
+    def disagreements(T, ids):
+        syms = np.empty(64, np.uint32)
+        vals = np.empty(64, np.int64)
+        bad = 0
+        refused = 0
+        for a in ids:
+            for b in ids:
+                slow = merges_to_pair(a, b, T.tok_bytes, T.tok_offsets, T.byte_ids, T.pair_slots, T.rank_ids,
+                                      syms, vals)
+                fast = compat_fast(a, b, T.pair_slots, T.rank_ids, T.crank, T.split_l, T.split_r, T.pair_bloom)
+                bad += slow != fast
+                refused += not slow
+        return bad, refused
+
+    usable = (T.tok_flags & (F_REACH | F_MONO)) == (F_REACH | F_MONO)
+    early = np.flatnonzero(usable & (T.crank >= 0) & (T.crank < 300))
+    ids = np.unique(np.concatenate([T.byte_ids[T.byte_ids >= 0], early])).astype(np.int64)
+    assert (T.crank[ids] == 0).any()
+    bad, refused = disagreements(T, ids)
+    assert bad == 0 and 0 < refused < len(ids) ** 2
