@@ -109,7 +109,8 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     blp = data_ptr(T.pair_bloom)
     wkp = data_ptr(work)
     cpp = data_ptr(c_pairs)
-    # the merge table answers in one probe when ids are ranks; the memo in front of it then costs more than it saves
+    # the merge table answers in one probe when ids are ranks; a memo in front of it then costs more
+    # than it saves
     memo = c_pairs[:0] if len(rank_ids) == 0 else c_pairs
     bloom = borrow(T.pair_bloom)
     sv_mask = (len(short_vocab) // SHORT_WORDS) - 1
@@ -191,7 +192,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                         op += m
                         pos = pe
                         continue
-                    chars = False  # no proof: the usual route
+                    # no proof: the usual route
                 # whole-token lookup first (tiktoken's rule); tokens of <= SHORT bytes have a table whose
                 # hot part stays in the CPU caches, and their own small piece cache
                 if short:
@@ -214,13 +215,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                     else:
                         m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
                 if m == 0:
-                    m = -1
-                    if chars:
-                        m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp,
-                                              n_vocab, psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom),
-                                              wkp, len(work), cpp, len(c_pairs))
-                    if m < 0:
-                        m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, memo, bloom)
+                    m = merge_piece(buf, pos, n, out, op, byte_ids, byte_pairs, pair_slots, rank_ids, work, memo, bloom)
                     if use_cache:
                         if not short:
                             cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)

@@ -42,13 +42,13 @@ def merge_linear(syms, start, n, pair_slots, rank_ids, vals):
 
 @njit(inline="always")
 def _pair_memo(a, b, pair_slots, rank_ids, memo, bloom):
-    """_pair through a small direct-mapped memo (one worker's; empty: use the table). The merge table
-    is several MB and most of its probes miss the CPU caches, while a text's merges repeat few pairs.
-    Without a memo, the merge table's Bloom filter (hashing.build_pair_bloom; empty: none) answers
-    most absent pairs (a third of the probes of a word's merge) from the L2 cache."""
+    """_pair behind the merge table's Bloom filter (hashing.build_pair_bloom; empty: none), which
+    answers most absent pairs from the L2 cache (a third of the probes of a word's merge), and a small
+    direct-mapped memo (one worker's; empty: none). The merge table is several MB and most of its
+    probes miss the CPU caches, while a text's merges repeat few pairs."""
+    if len(bloom) > 0 and not bloom_may_have(a, b, bloom):
+        return NO_PAIR
     if len(memo) == 0:
-        if len(bloom) > 0 and not bloom_may_have(a, b, bloom):
-            return NO_PAIR
         return _pair(a, b, pair_slots, rank_ids)
     key = (np.uint64(a) << np.uint64(32)) | np.uint64(b)
     s = 2 * (np.int64((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(50)) & ((len(memo) >> 1) - 1))

@@ -13,8 +13,6 @@ the bytes as usual; the answer never depends on which route was taken.
 from __future__ import annotations
 
 import numpy as np
-
-from .hashing import bloom_may_have
 from numba import carray
 
 from .jit import njit
@@ -37,13 +35,6 @@ _ST = CHAR_PIECE + 1  # vals[_ST + i]: token i's state (bit 0: starts a characte
 WORK_NEEDED = 2 * CHAR_PIECE + 2
 _ID = np.uint64((1 << 20) - 1)
 _USABLE = F_REACH | F_MONO  # a token the proofs hold for
-
-
-@njit(inline="always")
-def _pair_bloom(a, b, pair_slots, rank_ids, bloom, memo):
-    if not bloom_may_have(a, b, bloom):
-        return NO_PAIR
-    return _pair_memo(a, b, pair_slots, rank_ids, memo, memo[:0])
 
 
 @njit(inline="always")
@@ -98,7 +89,7 @@ def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l
         i += ln
     # merge the tokens: lowest rank, leftmost (what merge.merge_linear does, carrying the states)
     for j in range(m - 1):
-        vals[j] = _pair_bloom(syms[start + j], syms[start + j + 1], pair_slots, rank_ids, bloom, memo)
+        vals[j] = _pair_memo(syms[start + j], syms[start + j + 1], pair_slots, rank_ids, memo, bloom)
     while m > 1:
         best = NO_PAIR
         bi = -1
@@ -116,9 +107,9 @@ def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l
             vals[_ST + j] = vals[_ST + j + 1]
         m -= 1
         if bi > 0:
-            vals[bi - 1] = _pair_bloom(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids, bloom, memo)
+            vals[bi - 1] = _pair_memo(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids, memo, bloom)
         if bi < m - 1:
-            vals[bi] = _pair_bloom(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids, bloom, memo)
+            vals[bi] = _pair_memo(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids, memo, bloom)
     # prove it: every token reachable with monotone merges, every adjacent pair compatible
     fa = np.int64(tok_flags[syms[start]])
     if (fa & _USABLE) != _USABLE:
