@@ -13,6 +13,7 @@ import numpy as np
 from .kernels import encode as K
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
+from .kernels.utf8 import str_utf8
 from .model import ModelDescription
 from .pylist import IntObjects
 from .tables import compile_model
@@ -30,6 +31,18 @@ def text_to_utf8(text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+_KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
+
+
+def text_to_buf(text: str) -> np.ndarray:
+    """text_to_utf8 as a uint8 array; long Latin-1 text is encoded by a kernel (str_utf8)."""
+    if len(text) >= _KERNEL_UTF8_MIN and not text.isascii():
+        data, ok = str_utf8(text)
+        if ok:
+            return data
+    return np.frombuffer(text_to_utf8(text), dtype=np.uint8)
 
 
 class UnknownTokenError(KeyError, ValueError):
@@ -224,12 +237,13 @@ class Encoding:
                         disallowed_special: DisallowedSpecial = "all",
                         add_special_tokens: bool = False) -> np.ndarray:
         """Token ids as a uint32 numpy array (no Python int per token)."""
-        data = text_to_utf8(text)
-        buf = np.frombuffer(data, dtype=np.uint8)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-        self._check_disallowed(text, buf, dmask)
         if self._hf is not None:
+            data = text_to_utf8(text)
+            self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), dmask)
             return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
+        buf = text_to_buf(text)
+        self._check_disallowed(text, buf, dmask)
         return self._encode_buf(buf, amask, any_allowed)
 
     def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
@@ -263,11 +277,9 @@ class Encoding:
         return objs.to_list(ids)
 
     def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
-        data = text_to_utf8(text)
         if self._hf is not None:
-            return self._hf.encode(text, data, self._no_added, False, False)
-        buf = np.frombuffer(data, dtype=np.uint8)
-        return self._encode_buf(buf, self._no_added, False)
+            return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
+        return self._encode_buf(text_to_buf(text), self._no_added, False)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (special tokens included); KeyError otherwise."""

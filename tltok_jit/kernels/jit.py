@@ -110,6 +110,43 @@ def load_u64(typingctx, ptr, i):
 
 
 @numba.extending.intrinsic
+def data_ptr(typingctx, arr):
+    """Raw data pointer of a contiguous array, for the scanner cores.
+
+    Kernels that index arrays passed through many inlined helpers pay NRT reference-count updates
+    (atomic) on every helper boundary; the cores index raw pointers instead. The caller must keep the
+    array alive while the pointer is used (it does: the array is its own argument).
+    """
+    if not isinstance(arr, numba.types.Array) or arr.layout != "C":
+        return None  # typing error: only C-contiguous arrays
+    sig = numba.types.CPointer(arr.dtype)(arr)
+
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return sig, codegen
+
+
+@numba.extending.intrinsic
+def store_u64(typingctx, ptr, i, value):
+    """Write `value` to the 8 bytes at ptr[i:i + 8] (one unaligned store, native byte order); the
+    caller guarantees they are inside the array."""
+    if not isinstance(ptr, numba.types.CPointer) or ptr.dtype != numba.types.uint8:
+        return None
+    if not isinstance(i, numba.types.Integer) or value != numba.types.uint64:
+        return None
+    sig = numba.types.void(ptr, i, value)
+
+    def codegen(context, builder, signature, args):
+        p = builder.gep(args[0], [args[1]])
+        p = builder.bitcast(p, llvmlite.ir.IntType(64).as_pointer())
+        builder.store(args[2], p, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.extending.intrinsic
 def prefetch(typingctx, arr, i):
     """Ask the CPU to bring the cache line of arr[i] in (a hint: no fault, no effect on results).
 

@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import int64 as np_int
-from numba.core import types
-from numba.extending import intrinsic
 
 from ..unicode.classes import (
     CLS_LL,
@@ -53,7 +51,7 @@ from ..unicode.classes import (
     CLS_OTHER,
     CLS_SPACE,
 )
-from .jit import LITTLE_ENDIAN, load_u64, njit, trailing_zeros
+from .jit import LITTLE_ENDIAN, data_ptr, load_u64, njit, trailing_zeros
 from .utf8 import cp_class, decode_cp
 
 PAT_GPT2 = 0  # r50k_base, p50k_base, gpt2
@@ -79,24 +77,6 @@ M_O = (1 << CLS_OTHER) | (1 << CLS_MARK)  # [^\s\p{L}\p{N}]
 M_U = (1 << CLS_LU) | (1 << CLS_LT) | (1 << CLS_LM) | (1 << CLS_LO) | (1 << CLS_MARK)  # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
 M_W = (1 << CLS_LL) | (1 << CLS_LM) | (1 << CLS_LO) | (1 << CLS_MARK)  # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
 M_B = M_U & M_W  # Lm Lo M
-
-
-@intrinsic
-def data_ptr(typingctx, arr):
-    """Raw data pointer of a contiguous array, for the scanner cores.
-
-    Kernels that index arrays passed through many inlined helpers pay NRT reference-count updates
-    (atomic) on every helper boundary; the cores index raw pointers instead. The caller must keep the
-    array alive while the pointer is used (it does: the array is its own argument).
-    """
-    if not isinstance(arr, types.Array) or arr.layout != "C":
-        return None  # typing error: only C-contiguous arrays
-    sig = types.CPointer(arr.dtype)(arr)
-
-    def codegen(context, builder, signature, args):
-        return context.make_array(signature.args[0])(context, builder, args[0]).data
-
-    return sig, codegen
 
 
 _CR = 0x0D

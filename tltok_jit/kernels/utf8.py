@@ -6,9 +6,14 @@ class OTHER (code point 0xFFFD), so a malformed input cannot make a scanner run 
 
 from __future__ import annotations
 
+import llvmlite.ir as ir
+import numpy as np
 from numba import int64 as np_int
+from numba import uint64
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
-from .jit import njit
+from .jit import data_ptr, load_u64, njit, store_u64
 
 
 @njit(inline="always")
@@ -49,3 +54,70 @@ def class_at(buf, i, end, stage1, stage2):
     return cp_class(cp, stage1, stage2), n
 
 
+
+
+# ----------------------------------------------------------------------------------------------
+# str -> UTF-8 for Latin-1 text (ASCII with a few accents: most European prose). numba hands a str
+# to a kernel without copying its PEP 393 buffer; CPython's encoder takes such a string one
+# character at a time (~1.8 GB/s), this one eight bytes at a time (~7 GB/s).
+
+
+@intrinsic
+def _data8(typingctx, s):
+    """Pointer to the PEP 393 buffer of a str (meaningful as bytes when its kind is 1)."""
+    if s != types.unicode_type:
+        return None
+    sig = types.CPointer(types.uint8)(s)
+
+    def codegen(context, builder, signature, args):
+        st = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0])
+        return builder.bitcast(st.data, ir.IntType(8).as_pointer())
+
+    return sig, codegen
+
+
+_HIGH8 = uint64(0x8080808080808080)
+_ONES8 = uint64(0x0101010101010101)
+
+
+@njit
+def str_utf8(s):
+    """(UTF-8 of `s` as a new uint8 array, True) when `s` is stored one byte per character (Latin-1),
+    else (empty array, False): CPython's encoder is as fast for wider strings."""
+    n = s._length
+    if s._kind == 1:
+        p = _data8(s)
+        words = n >> 3
+        high = np_int(0)
+        for w in range(words):
+            x = (load_u64(p, w << 3) & _HIGH8) >> uint64(7)
+            high += np_int((x * _ONES8) >> uint64(56))  # the sum of the eight 0/1 bytes
+        for i in range(words << 3, n):
+            high += np_int(p[i] >> 7)
+        out = np.empty(n + high, dtype=np.uint8)
+        if high == 0:
+            for i in range(n):
+                out[i] = p[i]
+            return out, True
+        op = data_ptr(out)
+        j = 0
+        i = 0
+        while i < n:
+            if i + 8 <= n:
+                x = load_u64(p, i)
+                if (x & _HIGH8) == uint64(0):
+                    store_u64(op, j, x)
+                    i += 8
+                    j += 8
+                    continue
+            c = np_int(p[i])
+            if c < 0x80:
+                out[j] = c
+                j += 1
+            else:
+                out[j] = 0xC0 | (c >> 6)
+                out[j + 1] = 0x80 | (c & 0x3F)
+                j += 2
+            i += 1
+        return out, True
+    return np.empty(0, dtype=np.uint8), False
