@@ -61,3 +61,35 @@ def test_long_latin1_text_matches_tiktoken(ours, tiktoken_oracle):
         assert enc.encode_ordinary(text) == want
         assert enc.encode(text) == want
         assert enc.encode_to_numpy(text).tolist() == want
+
+
+def _rows_one_by_one(texts):
+    encoded = [text_to_utf8(t) for t in texts]
+    return b"".join(encoded), np.cumsum([0] + [len(b) for b in encoded])
+
+
+@pytest.mark.parametrize("kind", ["ascii", "latin1", "latin1-short", "wide", "surrogate"])
+def test_rows_of_a_batch(ours, kind):
+    enc = ours("o200k_base")
+    rng = np.random.default_rng(7)
+    alphabet = {"ascii": "ab \n'.", "latin1": "ab é\xffü\n", "latin1-short": "aé", "wide": "aé日\U0001F600",
+                "surrogate": "aé\ud800"}[kind]
+    n_rows = 3 if kind == "latin1-short" else 400
+    texts = ["".join(rng.choice(list(alphabet), int(rng.integers(0, 120)))) for _ in range(n_rows)]
+    texts[1] = ""
+    data, offsets = enc._texts_to_rows(texts)
+    want_data, want_offsets = _rows_one_by_one(texts)
+    assert data.tobytes() == want_data
+    assert offsets.tolist() == list(want_offsets)
+
+
+def test_batch_checks_each_row_for_disallowed_specials(ours, tiktoken_oracle):
+    enc, ref = ours("cl100k_base"), tiktoken_oracle("cl100k_base")
+    split = ["plain", "ends with <|endof", "text|> starts the next row"]  # no row holds the token
+    assert enc.encode_batch(split) == ref.encode_batch(split)
+    with pytest.raises(ValueError, match="<\\|fim_prefix\\|>"):
+        enc.encode_batch(["é" * 20_000, "a <|fim_prefix|> b", "<|endoftext|>"])
+    rows = (t for t in ["x", "y <|endoftext|>"])  # any iterable of str
+    assert enc.encode_batch(rows, allowed_special="all") == ref.encode_batch(["x", "y <|endoftext|>"],
+                                                                              allowed_special="all")
+    assert enc.encode_ordinary_batch(iter(["é" * 20_000, "b"])) == ref.encode_ordinary_batch(["é" * 20_000, "b"])

@@ -13,7 +13,7 @@ import numpy as np
 from .kernels import encode as K
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
-from .kernels.utf8 import str_utf8
+from .kernels.utf8 import latin1_offsets, str_utf8
 from .model import ModelDescription
 from .pylist import IntObjects
 from .tables import compile_model
@@ -345,6 +345,19 @@ class Encoding:
         return out, new_offsets
 
     def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(UTF-8 of all texts, int64 row offsets). One join and one encode when that is exact: every
+        text ASCII (byte offsets = character offsets) or Latin-1 (offsets from latin1_offsets)."""
+        joined = "".join(texts)  # a TypeError naming the item that is not a str
+        if len(texts) > 1 and (joined.isascii() or len(joined) >= _KERNEL_UTF8_MIN):
+            offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+            np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
+            if joined.isascii():
+                return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), offsets
+            data, ok = str_utf8(joined)
+            if ok:
+                byte_offsets = np.empty_like(offsets)
+                latin1_offsets(joined, offsets, byte_offsets)
+                return data, byte_offsets
         encoded = [text_to_utf8(t) for t in texts]
         lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
@@ -357,11 +370,17 @@ class Encoding:
                               disallowed_special: DisallowedSpecial = "all",
                               add_special_tokens: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel."""
+        texts = texts if isinstance(texts, (list, tuple)) else list(texts)
         data, offsets = self._texts_to_rows(texts)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-        if dmask is not None:
-            for t in texts:  # same order and message as encoding them one by one
-                self._check_disallowed(t, np.frombuffer(text_to_utf8(t), dtype=np.uint8), dmask)
+        if isinstance(dmask, np.ndarray):
+            if dmask.any():  # the first row that has one: what encoding them one by one reports
+                r, idx = K.find_added_rows(data, offsets, self._t, dmask)
+                if r >= 0:
+                    raise_disallowed_special_token(self._compiled.added[idx].content)
+        elif dmask is not None:
+            for t in texts:
+                self._check_disallowed(t, None, dmask)
         ids, new_offsets = self.encode_rows(data, offsets, num_threads=num_threads, amask=amask,
                                             any_allowed=any_allowed)
         if add_special_tokens and self._hf is not None:
@@ -385,7 +404,7 @@ class Encoding:
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int = 0) -> list[list[int]]:
         """`encode_ordinary` over a list, in parallel."""
-        data, offsets = self._texts_to_rows(texts)
+        data, offsets = self._texts_to_rows(texts if isinstance(texts, (list, tuple)) else list(texts))
         return self._split(*self.encode_rows(data, offsets, num_threads=num_threads))
 
     # ------------------------------------------------------------------ decoding

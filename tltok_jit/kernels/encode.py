@@ -290,6 +290,16 @@ def find_added(buf, start, end, T, mask):
 
 
 @njit
+def find_added_rows(data, offsets, T, mask):
+    """The first row holding an added token flagged in `mask`: (row, token index), or (-1, -1)."""
+    for r in range(len(offsets) - 1):
+        pos, t = find_added(data, offsets[r], offsets[r + 1], T, mask)
+        if pos >= 0:
+            return r, t
+    return -1, -1
+
+
+@njit
 def encode_text(buf, T, allowed, any_allowed, out, cache, w, vals):
     """Encode the whole buffer; returns the number of ids written to out."""
     return encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, w, vals)

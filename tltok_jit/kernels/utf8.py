@@ -121,3 +121,25 @@ def str_utf8(s):
             i += 1
         return out, True
     return np.empty(0, dtype=np.uint8), False
+
+
+@njit
+def latin1_offsets(s, char_offsets, out):
+    """out[k] = the UTF-8 length of s[:char_offsets[k]] (non-decreasing offsets, <= len(s)) for a str
+    stored one byte per character; False (out untouched) for any other str."""
+    if s._kind != 1:
+        return False
+    p = _data8(s)
+    i = 0
+    high = np_int(0)
+    for k in range(len(char_offsets)):
+        e = char_offsets[k]
+        while i + 8 <= e:
+            x = (load_u64(p, i) & _HIGH8) >> uint64(7)
+            high += np_int((x * _ONES8) >> uint64(56))
+            i += 8
+        while i < e:
+            high += np_int(p[i] >> 7)
+            i += 1
+        out[k] = e + high
+    return True
