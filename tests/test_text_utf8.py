@@ -93,3 +93,13 @@ def test_batch_checks_each_row_for_disallowed_specials(ours, tiktoken_oracle):
     assert enc.encode_batch(rows, allowed_special="all") == ref.encode_batch(["x", "y <|endoftext|>"],
                                                                               allowed_special="all")
     assert enc.encode_ordinary_batch(iter(["é" * 20_000, "b"])) == ref.encode_ordinary_batch(["é" * 20_000, "b"])
+
+
+def test_buffers_are_read_only(ours):
+    """One argument type for every call: a writable buffer would make numba compile (or load) a second
+    variant of each kernel in the middle of a user's call."""
+    enc = ours("o200k_base")
+    for s in ("é" * _KERNEL_UTF8_MIN, "a" * _KERNEL_UTF8_MIN, "日本" * _KERNEL_UTF8_MIN, "short"):
+        assert not text_to_buf(s).flags.writeable
+        data, _ = enc._texts_to_rows([s, s])
+        assert not data.flags.writeable

@@ -36,11 +36,25 @@ def text_to_utf8(text: str) -> bytes:
 _KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
 
 
+def load_text_kernels() -> None:
+    """Load (first time: compile) the str -> UTF-8 kernels, so a process pays for it when it loads a
+    tokenizer rather than in its first call on a long text or batch."""
+    if not _TEXT_KERNELS_LOADED:
+        str_utf8("\xe9")
+        offsets = np.zeros(2, dtype=np.int64)
+        latin1_offsets("\xe9", offsets, offsets.copy())
+        _TEXT_KERNELS_LOADED.append(True)
+
+
+_TEXT_KERNELS_LOADED: list = []
+
+
 def text_to_buf(text: str) -> np.ndarray:
     """text_to_utf8 as a uint8 array; long Latin-1 text is encoded by a kernel (str_utf8)."""
     if len(text) >= _KERNEL_UTF8_MIN and not text.isascii():
         data, ok = str_utf8(text)
         if ok:
+            data.flags.writeable = False  # the kernels are compiled for read-only input (one variant)
             return data
     return np.frombuffer(text_to_utf8(text), dtype=np.uint8)
 
@@ -101,6 +115,7 @@ class Encoding:
         n_added = len(compiled.added)
         self._no_added = np.zeros(max(n_added, 1), dtype=np.bool_)
         self._no_added.flags.writeable = False  # one array type for every call: one compilation
+        load_text_kernels()
         self._masks: dict[frozenset, np.ndarray] = {}
         self._local = threading.local()
         self._parallel_state = None
@@ -355,6 +370,7 @@ class Encoding:
                 return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), offsets
             data, ok = str_utf8(joined)
             if ok:
+                data.flags.writeable = False  # as text_to_buf
                 byte_offsets = np.empty_like(offsets)
                 latin1_offsets(joined, offsets, byte_offsets)
                 return data, byte_offsets
