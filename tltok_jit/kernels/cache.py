@@ -5,8 +5,8 @@ row `w` of every array. When the table is half full or an arena runs out, the ro
 (cheaper and more predictable than eviction). Only pieces of 2..MAX_KEY bytes are cached.
 
 Pieces of at most 16 bytes (nearly all of any text) go to a second, direct-mapped table instead: an
-entry is one 64-byte cache line (the packed piece bytes, its length and id count, up to 10 ids), and
-the table is small enough to stay in the L2 cache, so a repeated piece costs one probe. (Whole-token pieces are not cached:
+entry is one 64-byte cache line (the packed piece bytes, its length and id count, up to 10 ids), so a
+repeated piece costs one probe (prefetched by the piece loop's window). (Whole-token pieces are not cached:
 the short vocabulary table answers them as fast.)
 """
 
