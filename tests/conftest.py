@@ -126,6 +126,8 @@ def _load_ours(name: str):
 
 
 def get_ours(name: str):
+    if name in TIKTOKEN_FILES:
+        get_shared_path(TIKTOKEN_FILES[name])  # skip, naming the file, rather than try to download it
     enc = _load_ours(name)
     if enc is None:
         msg = "tltok_jit.get_encoding does not exist yet (package incomplete)"
