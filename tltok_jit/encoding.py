@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Collection, Iterable, Sequence
@@ -13,7 +14,7 @@ import numpy as np
 from .kernels import encode as K
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
-from .kernels.utf8 import latin1_offsets, str_utf8
+from .kernels.utf8 import str_utf8, str_utf8_rows
 from .model import ModelDescription
 from .pylist import IntObjects
 from .tables import compile_model
@@ -36,17 +37,18 @@ def text_to_utf8(text: str) -> bytes:
 _KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
 
 
+@functools.cache
 def load_text_kernels() -> None:
     """Load (first time: compile) the str -> UTF-8 kernels, so a process pays for it when it loads a
     tokenizer rather than in its first call on a long text or batch."""
-    if not _TEXT_KERNELS_LOADED:
-        str_utf8("\xe9")
-        offsets = np.zeros(2, dtype=np.int64)
-        latin1_offsets("\xe9", offsets, offsets.copy())
-        _TEXT_KERNELS_LOADED.append(True)
+    str_utf8("\xe9")
+    offsets = np.zeros(2, dtype=np.int64)
+    str_utf8_rows("\xe9", offsets, offsets.copy())
 
 
-_TEXT_KERNELS_LOADED: list = []
+def _read_only(data: np.ndarray) -> np.ndarray:
+    data.flags.writeable = False  # the kernels are compiled for read-only input (one variant)
+    return data
 
 
 def text_to_buf(text: str) -> np.ndarray:
@@ -54,8 +56,7 @@ def text_to_buf(text: str) -> np.ndarray:
     if len(text) >= _KERNEL_UTF8_MIN and not text.isascii():
         data, ok = str_utf8(text)
         if ok:
-            data.flags.writeable = False  # the kernels are compiled for read-only input (one variant)
-            return data
+            return _read_only(data)
     return np.frombuffer(text_to_utf8(text), dtype=np.uint8)
 
 
@@ -361,19 +362,17 @@ class Encoding:
 
     def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(UTF-8 of all texts, int64 row offsets). One join and one encode when that is exact: every
-        text ASCII (byte offsets = character offsets) or Latin-1 (offsets from latin1_offsets)."""
+        text ASCII (byte offsets = character offsets) or Latin-1 (str_utf8_rows)."""
         joined = "".join(texts)  # a TypeError naming the item that is not a str
         if len(texts) > 1 and (joined.isascii() or len(joined) >= _KERNEL_UTF8_MIN):
             offsets = np.zeros(len(texts) + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
             if joined.isascii():
                 return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), offsets
-            data, ok = str_utf8(joined)
+            byte_offsets = np.empty_like(offsets)
+            data, ok = str_utf8_rows(joined, offsets, byte_offsets)
             if ok:
-                data.flags.writeable = False  # as text_to_buf
-                byte_offsets = np.empty_like(offsets)
-                latin1_offsets(joined, offsets, byte_offsets)
-                return data, byte_offsets
+                return _read_only(data), byte_offsets
         encoded = [text_to_utf8(t) for t in texts]
         lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)

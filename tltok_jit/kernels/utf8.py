@@ -54,8 +54,6 @@ def class_at(buf, i, end, stage1, stage2):
     return cp_class(cp, stage1, stage2), n
 
 
-
-
 # ----------------------------------------------------------------------------------------------
 # str -> UTF-8 for Latin-1 text (ASCII with a few accents: most European prose). numba hands a str
 # to a kernel without copying its PEP 393 buffer; CPython's encoder takes such a string one
@@ -80,66 +78,73 @@ _HIGH8 = uint64(0x8080808080808080)
 _ONES8 = uint64(0x0101010101010101)
 
 
+@njit(inline="always")
+def _high_bytes(p, i, e):
+    """How many of the bytes p[i:e] are >= 0x80 (eight at a time)."""
+    high = np_int(0)
+    while i + 8 <= e:
+        x = (load_u64(p, i) & _HIGH8) >> uint64(7)
+        high += np_int((x * _ONES8) >> uint64(56))  # the sum of the eight 0/1 bytes
+        i += 8
+    while i < e:
+        high += np_int(p[i] >> 7)
+        i += 1
+    return high
+
+
+@njit(inline="always")
+def _latin1_to_utf8(p, n, out):
+    """Write the UTF-8 of the n Latin-1 bytes at p to out (n + _high_bytes(p, 0, n) bytes)."""
+    op = data_ptr(out)
+    j = 0
+    i = 0
+    while i < n:
+        if i + 8 <= n:
+            x = load_u64(p, i)
+            if (x & _HIGH8) == uint64(0):
+                store_u64(op, j, x)
+                i += 8
+                j += 8
+                continue
+        c = np_int(p[i])
+        if c < 0x80:
+            out[j] = c
+            j += 1
+        else:
+            out[j] = 0xC0 | (c >> 6)
+            out[j + 1] = 0x80 | (c & 0x3F)
+            j += 2
+        i += 1
+
+
 @njit
 def str_utf8(s):
     """(UTF-8 of `s` as a new uint8 array, True) when `s` is stored one byte per character (Latin-1),
     else (empty array, False): CPython's encoder is as fast for wider strings."""
+    if s._kind != 1:
+        return np.empty(0, dtype=np.uint8), False
+    p = _data8(s)
     n = s._length
-    if s._kind == 1:
-        p = _data8(s)
-        words = n >> 3
-        high = np_int(0)
-        for w in range(words):
-            x = (load_u64(p, w << 3) & _HIGH8) >> uint64(7)
-            high += np_int((x * _ONES8) >> uint64(56))  # the sum of the eight 0/1 bytes
-        for i in range(words << 3, n):
-            high += np_int(p[i] >> 7)
-        out = np.empty(n + high, dtype=np.uint8)
-        if high == 0:
-            for i in range(n):
-                out[i] = p[i]
-            return out, True
-        op = data_ptr(out)
-        j = 0
-        i = 0
-        while i < n:
-            if i + 8 <= n:
-                x = load_u64(p, i)
-                if (x & _HIGH8) == uint64(0):
-                    store_u64(op, j, x)
-                    i += 8
-                    j += 8
-                    continue
-            c = np_int(p[i])
-            if c < 0x80:
-                out[j] = c
-                j += 1
-            else:
-                out[j] = 0xC0 | (c >> 6)
-                out[j + 1] = 0x80 | (c & 0x3F)
-                j += 2
-            i += 1
-        return out, True
-    return np.empty(0, dtype=np.uint8), False
+    out = np.empty(n + _high_bytes(p, 0, n), dtype=np.uint8)
+    _latin1_to_utf8(p, n, out)
+    return out, True
 
 
 @njit
-def latin1_offsets(s, char_offsets, out):
-    """out[k] = the UTF-8 length of s[:char_offsets[k]] (non-decreasing offsets, <= len(s)) for a str
-    stored one byte per character; False (out untouched) for any other str."""
+def str_utf8_rows(s, char_offsets, byte_offsets):
+    """str_utf8 of a string of rows, and byte_offsets[k] = the UTF-8 length of s[:char_offsets[k]]
+    (char_offsets non-decreasing, at most len(s)); byte_offsets is untouched when the result is False."""
     if s._kind != 1:
-        return False
+        return np.empty(0, dtype=np.uint8), False
     p = _data8(s)
-    i = 0
+    n = s._length
     high = np_int(0)
+    i = 0
     for k in range(len(char_offsets)):
         e = char_offsets[k]
-        while i + 8 <= e:
-            x = (load_u64(p, i) & _HIGH8) >> uint64(7)
-            high += np_int((x * _ONES8) >> uint64(56))
-            i += 8
-        while i < e:
-            high += np_int(p[i] >> 7)
-            i += 1
-        out[k] = e + high
-    return True
+        high += _high_bytes(p, i, e)
+        i = e
+        byte_offsets[k] = e + high
+    out = np.empty(n + high + _high_bytes(p, i, n), dtype=np.uint8)
+    _latin1_to_utf8(p, n, out)
+    return out, True
