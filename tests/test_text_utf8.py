@@ -103,3 +103,10 @@ def test_buffers_are_read_only(ours):
         assert not text_to_buf(s).flags.writeable
         data, _ = enc._texts_to_rows([s, s])
         assert not data.flags.writeable
+
+
+def test_a_batch_item_that_is_not_a_str_is_named(ours):
+    enc = ours("o200k_base")
+    for rows, item in ((["a", "é" * 20_000, 3], "item 2"), (["a", b"bytes"], "item 1")):
+        with pytest.raises(TypeError, match=item):
+            enc.encode_ordinary_batch(rows)
