@@ -32,6 +32,9 @@ SHARED = Path(os.environ.get("TLTOK_SHARED") or (REPO.parent / "shared")).resolv
 if "TLTOK_DATA" not in os.environ and (SHARED / "tokenizers").is_dir():
     os.environ["TLTOK_DATA"] = str(SHARED / "tokenizers")
 os.environ["TIKTOKEN_CACHE_DIR"] = ""
+# Test the kernels, not the Python encoder that answers while a background worker compiles them
+# (tests/test_interim.py and tests/test_cold_start.py test that path on purpose).
+os.environ.setdefault("TLTOK_COMPILE", "foreground")
 
 # Encoding name -> rank file (relative to the shared folder).
 TIKTOKEN_FILES = {

@@ -20,7 +20,7 @@ __all__ = [
     "get_encoding",
     "list_encoding_names",
 ]
-__version__ = "0.1.0"
+from .kernels.jit import VERSION as __version__  # noqa: E402  (one place: the kernel cache is keyed by it)
 
 _ENCODINGS: dict[str, Encoding] = {}
 _LOCK = threading.Lock()

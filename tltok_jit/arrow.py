@@ -423,7 +423,8 @@ def _drive_parallel(nw, counter, wbytes, layout, bufs, views, off, vbits, voff, 
                     any_allowed, dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals,
                     scratch, rule_nl, rule_sp):
     nb = len(bb) - 1
-    for w in prange(nw):
+    for c in prange(nw):
+        w = np.int64(c)  # prange's index is unsigned; the serial driver passes int64 (one variant)
         wbytes[w] = 0
         while True:
             k = _fetch_add(counter, 0)

@@ -305,6 +305,47 @@ def load_encoding(name: str | None, tokenizer: str | None):
         raise CliError(f"cannot load encoding {name!r}: {type(e).__name__}: {e}") from None
 
 
+_NOTICE_AFTER = 1.0  # seconds: loading cached kernels takes less; compiling them takes minutes
+
+
+def prepare_kernels(enc, *, quiet: bool = False) -> None:
+    """Before the first batch: say once on stderr when kernels compile for the first time (so no
+    rate is ever computed over compile time), or that the Python encoder answers meanwhile."""
+    import threading
+
+    from .warm import background_enabled
+
+    if enc.compile_state == "interim":
+        if not quiet:
+            print("tltok: kernels compiling in the background for first use on this machine (one-time, a "
+                  "few minutes); until they are ready, the exact Python encoder answers, more slowly",
+                  file=sys.stderr)
+        return
+    t0 = time.perf_counter()
+    said = threading.Event()
+
+    def notice():
+        said.set()
+        if not quiet:
+            print("tltok: compiling the kernels for first use on this machine (one-time, a few minutes; "
+                  "`tltok warmup` does it ahead of time)...", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(_NOTICE_AFTER, notice)
+    timer.daemon = True
+    timer.start()
+    try:
+        import pyarrow as pa
+
+        sample = pa.array(["Kernels compile once.", None, "日本語"])
+        enc.encode_arrow(sample, num_threads=1)
+        enc.count_arrow(sample, num_threads=1)
+    finally:
+        timer.cancel()
+    if said.is_set() and not quiet:
+        how = "" if background_enabled() else " (no shared kernel cache: every process compiles)"
+        print(f"tltok: kernels ready in {time.perf_counter() - t0:.1f} s{how}", file=sys.stderr)
+
+
 def _special_kwargs(mode: str) -> dict:
     if mode == "text":
         return {"allowed_special": set(), "disallowed_special": ()}
@@ -557,6 +598,7 @@ def cmd_encode(args) -> int:
         raise CliError("--threads must be >= 0")
     args.threads = args.threads or 0
     enc = load_encoding(args.encoding, args.tokenizer)
+    prepare_kernels(enc, quiet=args.quiet)
     target = max(1, int(args.batch_mb * 1e6))
     readers = [Reader(p, target, args.column) for p, _rel in files]
     keep: list[str] = []
@@ -617,35 +659,20 @@ def cmd_encode(args) -> int:
 # ------------------------------------------------------------------------------------------------
 
 def cmd_warmup(args) -> int:
+    from . import warm
+    from .warm_worker import warm_encoding
+
     t0 = time.perf_counter()
     enc = load_encoding(args.encoding, None)
     t1 = time.perf_counter()
-    texts = ["Hello world, it's 2024!\n", "日本語のテキスト。", "  spaces   and\ttabs\r\n", "🙂👍🏽"]
-    for t in texts:
-        enc.encode(t)
-        enc.encode_ordinary(t)
-        enc.encode_to_numpy(t)
-        enc.encode(t, allowed_special="all")
-    for threads in (1, 2):
-        enc.encode_batch(texts * 4, num_threads=threads)
-        enc.encode_ordinary_batch(texts * 4, num_threads=threads)
-    enc.decode(enc.encode("warm up the decoder"))
-    enc.decode_bytes([1, 2, 3])
-    from . import arrow
-
-    arrow.warmup(enc)
-    extra = []
-    try:  # optional modules of the package; warm them when present
-        from .stream import StreamDecoder
-
-        d = StreamDecoder(enc)
-        for meth in ("push", "decode", "feed"):
-            if hasattr(d, meth):
-                getattr(d, meth)(enc.encode("stream"))
-                break
-        extra.append("stream")
-    except Exception:  # noqa: BLE001
-        pass
+    if not args.quiet and not warm.all_ready():
+        print("tltok warmup: compiling the kernels (one-time for this machine and version)...", file=sys.stderr,
+              flush=True)
+    # A background worker may be compiling them already: wait for its stages rather than compile
+    # them twice; any stage it cannot deliver (no worker, TLTOK_COMPILE=foreground) compiles here.
+    for stage in warm.STAGES:
+        warm.wait_for(stage)
+    warm_encoding(enc)
     t2 = time.perf_counter()
     if not args.quiet:
         print(f"tltok warmup: {enc.name} loaded in {t1 - t0:.2f} s, kernels compiled/loaded in {t2 - t1:.2f} s "

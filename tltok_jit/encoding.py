@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from collections.abc import Collection, Iterable, Sequence
 from typing import AbstractSet, Literal
 
 import numba
 import numpy as np
 
+from . import interim, warm
 from .kernels import encode as K
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
@@ -34,6 +36,7 @@ def text_to_utf8(text: str) -> bytes:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
+_RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
 _KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
 
 
@@ -92,6 +95,23 @@ def _encode_text_entry(args):
     return _ENCODE_TEXT_ENTRY[0]
 
 
+def _no_lone_surrogates(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD the way tiktoken does it (via UTF-16)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+@functools.lru_cache(maxsize=64)
+def _string_finder(strings: frozenset):
+    """A regex matching any of `strings` (tiktoken's check for disallowed special tokens)."""
+    import regex
+
+    return regex.compile("|".join(regex.escape(s) for s in sorted(strings, key=len, reverse=True)))
+
+
 def resolve_threads(num_threads: int) -> int:
     """0 (or less) means every core numba may use."""
     limit = numba.config.NUMBA_NUM_THREADS
@@ -104,28 +124,148 @@ class Encoding:
     """A byte-level BPE tokenizer with tiktoken's methods, compiled to flat tables at construction."""
 
     def __init__(self, model: ModelDescription, *, use_cache: bool = True):
-        compiled = compile_model(model, use_cache=use_cache)
         self._model = model
-        self._compiled = compiled
-        self._t = compiled.tables
+        self._use_cache = use_cache
+        self._compiled_tables = None
+        # While the kernels are not in the cache, a tiktoken rank file is served by the exact Python
+        # encoder and a background process compiles them (see tltok_jit.warm).
+        self._interim = None
+        self._interim_checked = 0.0
+        if interim.supports(model) and warm.background_enabled() and not warm.all_ready():
+            self._interim = interim.InterimEncoder(model)
+            warm.start_background()
+            n_vocab = len(self._interim.by_id)
+        else:
+            n_vocab = self._compiled.n_vocab
         self.name: str = model.name
         self._pat_str = model.pattern
-        self.n_vocab: int = compiled.n_vocab
-        self._special_tokens: dict[str, int] = {t.content: t.id for t in compiled.added}
-        self._added_index: dict[str, int] = {t.content: i for i, t in enumerate(compiled.added)}
-        n_added = len(compiled.added)
+        self.n_vocab: int = n_vocab
+        added = list(model.added_tokens)
+        self._special_tokens: dict[str, int] = {t.content: t.id for t in added}
+        self._added_index: dict[str, int] = {t.content: i for i, t in enumerate(added)}
+        n_added = len(added)
         self._no_added = np.zeros(max(n_added, 1), dtype=np.bool_)
         self._no_added.flags.writeable = False  # one array type for every call: one compilation
-        load_text_kernels()
         self._masks: dict[frozenset, np.ndarray] = {}
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
         # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
         # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
-        self._special_ids = np.array(sorted({t.id for t in compiled.added if t.special}), dtype=np.int64)
+        self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
         hf = getattr(model, "hf", None)
         self._hf = None if hf is None else hf.runtime(self)
+
+    # ------------------------------------------------------------------ compiled tables (or not yet)
+    @property
+    def _compiled(self):
+        c = self._compiled_tables
+        if c is None:
+            if self._interim is not None:
+                warm.wait_for("single")  # False: the worker died; compile here
+            c = compile_model(self._model, use_cache=self._use_cache)
+            load_text_kernels()
+            self._compiled_tables = c
+        return c
+
+    @property
+    def _t(self):
+        return self._compiled.tables
+
+    @functools.cached_property
+    def _valid(self) -> np.ndarray:
+        """bool[n_vocab]: the id has bytes (is decodable)."""
+        if self._compiled_tables is None and self._interim is not None:
+            return np.array([b is not None for b in self._interim.by_id], dtype=np.bool_)
+        return self._compiled.valid
+
+    def _serve_interim(self, stage: str) -> bool:
+        """True: answer this call with the Python encoder (the kernels of `stage` are not ready)."""
+        it = self._interim
+        if it is None:
+            return False
+        if warm.stage_ready(stage):
+            if warm.all_ready():
+                self._interim = None
+            return False
+        now = time.monotonic()
+        if now - self._interim_checked > 1.0:
+            self._interim_checked = now
+            if not warm.worker_running() and not warm.stage_ready(stage):
+                self._interim = None  # no worker left: compile in this process
+                return False
+        return True
+
+    def _interim_ids(self, text: str, allowed_special: AllowedSpecial,
+                     disallowed_special: DisallowedSpecial) -> list[int]:
+        """encode() by the Python encoder, with tiktoken's special-token rules."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        disallowed = (self.special_tokens_set - allowed) if disallowed_special == "all" else set(disallowed_special)
+        if disallowed:
+            m = _string_finder(frozenset(disallowed)).search(text)
+            if m is not None:
+                raise_disallowed_special_token(m.group())
+        return self._interim.encode(_no_lone_surrogates(text), frozenset(allowed & self._special_tokens.keys()))
+
+    def _interim_batch(self, texts, allowed_special, disallowed_special) -> list[list[int]]:
+        out = []
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"sequence item {i}: expected str instance, {type(t).__name__} found")
+            out.append(self._interim_ids(t, allowed_special, disallowed_special))
+        return out
+
+    def _interim_column(self, array, allowed_special, disallowed_special, counting: bool, large_list):
+        """encode_arrow / count_arrow of a string column by the Python encoder; None when the column
+        needs the kernels' path (other types, invalid UTF-8, a disallowed special token: its error
+        names the row)."""
+        import pyarrow as pa
+
+        from .arrow import as_arrow
+
+        arr = as_arrow(array)
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            return None
+        chunked = isinstance(arr, pa.ChunkedArray)
+        results = []
+        n_ids = since_check = 0
+        for chunk in (arr.chunks if chunked else [arr]):
+            try:
+                texts = chunk.to_pylist()
+            except UnicodeDecodeError:
+                return None
+            rows = []
+            for t in texts:
+                if t is None:
+                    rows.append(None)
+                    continue
+                try:
+                    ids = self._interim_ids(t, allowed_special, disallowed_special)
+                except ValueError:
+                    return None
+                n_ids += len(ids)
+                since_check += len(t)
+                if since_check > _RECHECK_CHARS:  # the kernels may be ready by now: they take the rest
+                    since_check = 0
+                    if warm.stage_ready("arrow"):
+                        return None
+                rows.append(len(ids) if counting else ids)
+            results.append(rows)
+        if counting:
+            typ = pa.int64()
+        elif large_list is None and n_ids > 2**31 - 1:
+            return None
+        else:
+            typ = pa.large_list(pa.uint32()) if large_list else pa.list_(pa.uint32())
+        out = [pa.array(rows, type=typ) for rows in results]
+        return pa.chunked_array(out, type=typ) if chunked else out[0]
+
+    @property
+    def compile_state(self) -> str:
+        """"compiled" (kernels loaded) or "interim" (the Python encoder answers while they compile)."""
+        return "interim" if self._interim is not None and self._compiled_tables is None else "compiled"
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -253,6 +393,8 @@ class Encoding:
                         disallowed_special: DisallowedSpecial = "all",
                         add_special_tokens: bool = False) -> np.ndarray:
         """Token ids as a uint32 numpy array (no Python int per token)."""
+        if self._serve_interim("single"):
+            return np.array(self._interim_ids(text, allowed_special, disallowed_special), dtype=np.uint32)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
         if self._hf is not None:
             data = text_to_utf8(text)
@@ -274,12 +416,16 @@ class Encoding:
         text, as tiktoken does. `add_special_tokens=True` adds what the file's post-processor puts
         around a single sequence (e.g. `<s>`), as HF's default `add_special_tokens=True`; tiktoken
         models have none."""
+        if self._serve_interim("single"):
+            return self._interim_ids(text, allowed_special, disallowed_special)
         return self._to_list(self.encode_to_numpy(text, allowed_special=allowed_special,
                                                   disallowed_special=disallowed_special,
                                                   add_special_tokens=add_special_tokens))
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of `text` with special tokens treated as plain text."""
+        if self._serve_interim("single"):
+            return self._interim_ids(text, (), ())
         return self._to_list(self.encode_ordinary_to_numpy(text))
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
@@ -293,6 +439,8 @@ class Encoding:
         return objs.to_list(ids)
 
     def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
+        if self._serve_interim("single"):
+            return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
         if self._hf is not None:
             return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
         return self._encode_buf(text_to_buf(text), self._no_added, False)
@@ -386,6 +534,11 @@ class Encoding:
                               add_special_tokens: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel."""
         texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+        if self._serve_interim("rows"):
+            rows = self._interim_batch(texts, allowed_special, disallowed_special)
+            offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum([len(r) for r in rows], out=offsets[1:])
+            return np.fromiter((i for r in rows for i in r), dtype=np.uint32, count=int(offsets[-1])), offsets
         data, offsets = self._texts_to_rows(texts)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
         if isinstance(dmask, np.ndarray):
@@ -412,6 +565,9 @@ class Encoding:
                      disallowed_special: DisallowedSpecial = "all",
                      add_special_tokens: bool = False) -> list[list[int]]:
         """`encode` over a list, in parallel (num_threads=0: all cores); same result for any thread count."""
+        if self._serve_interim("rows"):
+            return self._interim_batch(texts if isinstance(texts, (list, tuple)) else list(texts),
+                                       allowed_special, disallowed_special)
         return self._split(*self.encode_batch_to_numpy(texts, num_threads=num_threads,
                                                        allowed_special=allowed_special,
                                                        disallowed_special=disallowed_special,
@@ -419,6 +575,8 @@ class Encoding:
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int = 0) -> list[list[int]]:
         """`encode_ordinary` over a list, in parallel."""
+        if self._serve_interim("rows"):
+            return self._interim_batch(texts if isinstance(texts, (list, tuple)) else list(texts), (), ())
         data, offsets = self._texts_to_rows(texts if isinstance(texts, (list, tuple)) else list(texts))
         return self._split(*self.encode_rows(data, offsets, num_threads=num_threads))
 
@@ -432,7 +590,7 @@ class Encoding:
         if len(ids):
             bad = (ids < 0) | (ids >= self.n_vocab)
             if not bad.any():
-                bad = ~self._compiled.valid[ids]
+                bad = ~self._valid[ids]
             if bad.any():
                 i = int(ids[np.argmax(bad)])
                 raise UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
@@ -445,6 +603,8 @@ class Encoding:
             ids = ids[~np.isin(ids, self._special_ids)]
         if self._hf is not None and self._hf.pipe.decoder is not None:
             return self._hf.decode_python(ids).encode("utf-8", "surrogatepass")
+        if self._serve_interim("single"):
+            return self._interim.decode_bytes(ids)
         return gather_bytes(ids, self._t.tok_bytes, self._t.tok_offsets).tobytes()
 
     def decode(self, tokens: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
@@ -504,6 +664,10 @@ class Encoding:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
                                          disallowed_special=disallowed_special, errors=errors,
                                          large_list=large_list, counting=False)
+        if errors in ("replace", "strict") and self._serve_interim("arrow"):
+            out = self._interim_column(array, allowed_special, disallowed_special, False, large_list)
+            if out is not None:
+                return out
         return arrow.encode_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
                                   disallowed_special=disallowed_special, errors=errors, large_list=large_list)
 
@@ -516,6 +680,10 @@ class Encoding:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
                                          disallowed_special=disallowed_special, errors=errors,
                                          large_list=None, counting=True)
+        if errors in ("replace", "strict") and self._serve_interim("arrow"):
+            out = self._interim_column(array, allowed_special, disallowed_special, True, None)
+            if out is not None:
+                return out
         return arrow.count_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
                                  disallowed_special=disallowed_special, errors=errors)
 

@@ -298,6 +298,8 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
         raise TokenizerFileError(f"{where}: {int(ranks.max()) + 1} merge ranks; the merge table holds up to "
                                  f"{MAX_PAIR_RANK + 1}")
     pair_slots, rank_ids, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
+    # read-only from here: the build kernels below then share their merge kernels' variant with encoding
+    _readonly(tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, slots, slot_hash)
 
     byte_pairs = build_byte_pairs(byte_ids, pair_slots, rank_ids)
     pair_bloom = build_pair_bloom(pair_slots, min(_pow2_at_least(len(lefts) * BLOOM_BITS_PER_PAIR // 64), 1 << 24))

@@ -311,8 +311,9 @@ def encode_rows(data, offsets, valid, bounds, T, allowed, any_allowed, out, coun
     on worker c. Row r's ids are written at out[offsets[r] - offsets[bounds[0]]:]; counts[r - bounds[0]]
     gets their number (0 for a null row)."""
     for c in prange(len(bounds) - 1):
-        encode_chunk(data, offsets, valid, bounds[0], bounds[c], bounds[c + 1], T, allowed, any_allowed,
-                     out, counts, cache, c, vals[c])
+        w = np.int64(c)  # prange's index is unsigned; the serial callers pass int64 (one variant)
+        encode_chunk(data, offsets, valid, bounds[0], bounds[w], bounds[w + 1], T, allowed, any_allowed,
+                     out, counts, cache, w, vals[w])
 
 
 @njit

@@ -1,55 +1,148 @@
-"""The one place kernels get their decorator: cached compilation, with a fallback when the cache
-directory is not writable (numba would otherwise fail at import)."""
+"""The one place kernels get their decorator: cached compilation into a user cache folder keyed by
+the package version and a hash of the kernel sources (never inside the installed package), and no
+cache when that folder is not writable (numba would otherwise fail at import)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import sys
 import tempfile
 
 import llvmlite.ir
 import numba
+import numba.core.caching
 import numba.core.cgutils
 import numba.extending
 import numpy as np
+
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VERSION = "0.1.0"  # tltok_jit.__version__ (kept here so the kernels never import the front end)
+
+
+def _kernel_source_hash() -> str:
+    """sha256 (first 12 hex digits) of every package source that defines or shapes a kernel: the
+    `kernels/` modules and any other module using `njit`. numba checks only the defining file of a
+    function, so an edited helper in another module would otherwise load stale machine code."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(PACKAGE_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(root, f)
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if os.path.basename(root) == "kernels" or b"njit" in data:
+                h.update(os.path.relpath(path, PACKAGE_DIR).encode() + b"\0" + data + b"\0")
+    return h.hexdigest()[:12]
+
+
+def kernel_cache_root() -> str:
+    """The folder holding one compiled-kernel cache per (version, kernel sources):
+    $TLTOK_KERNEL_CACHE, else $XDG_CACHE_HOME/tltok_jit/kernels, else ~/.cache/tltok_jit/kernels."""
+    d = os.environ.get("TLTOK_KERNEL_CACHE")
+    if d:
+        return os.path.abspath(d)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tltok_jit", "kernels")
+
+
+KERNEL_CACHE_DIR = os.path.join(kernel_cache_root(), f"{VERSION}-{_kernel_source_hash()}")
+
+
+class _KernelCacheLocator(numba.core.caching.UserProvidedCacheLocator):
+    """numba's user-directory locator, pointed at KERNEL_CACHE_DIR and only for this package's files
+    (other numba code in the process keeps its own cache)."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._cache_path = os.path.join(KERNEL_CACHE_DIR, self.get_suitable_cache_subpath(py_file))
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not os.path.abspath(py_file).startswith(PACKAGE_DIR + os.sep):
+            return None
+        return numba.core.caching._SourceFileBackedLocatorMixin.from_function.__func__(cls, py_func, py_file)
 
 
 def _cache_usable() -> bool:
     if os.environ.get("TLTOK_NO_CACHE"):
         return False
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return True
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+        return True  # the user chose numba's own cache folder
     try:
-        os.makedirs(here, exist_ok=True)
-        with tempfile.TemporaryFile(dir=here):
+        os.makedirs(KERNEL_CACHE_DIR, exist_ok=True)
+        with tempfile.TemporaryFile(dir=KERNEL_CACHE_DIR):
             pass
-        return True
     except OSError:
-        # Installed read-only (system site-packages, a container image): cache in the user's cache dir.
-        alt = os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-            "tltok_jit", "numba",
-        )
-        try:
-            os.makedirs(alt, exist_ok=True)
-            with tempfile.TemporaryFile(dir=alt):
-                pass
-        except OSError:
-            return False
-        numba.config.CACHE_DIR = alt
-        return True
+        return False
+    numba.core.caching.CacheImpl._locator_classes.insert(0, _KernelCacheLocator)
+    return True
 
 
 CACHE = _cache_usable()
 
 
+def prune_kernel_caches(keep: int = 3) -> list[str]:
+    """Delete all but the `keep` most recently used kernel caches besides the current one (older
+    versions or sources); returns the folders removed."""
+    root = kernel_cache_root()
+    try:
+        names = [n for n in os.listdir(root) if os.path.join(root, n) != KERNEL_CACHE_DIR]
+    except OSError:
+        return []
+    paths = sorted((os.path.join(root, n) for n in names), key=lambda p: os.stat(p).st_mtime, reverse=True)
+    removed = []
+    for p in paths[keep:]:
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+    return removed
+
+
+def _one_variant(dispatcher):
+    """Type calls from other kernels with plain (non-literal) argument types.
+
+    numba types a constant argument (`f(buf, 0)`) as Literal[int](0) and compiles a separate variant
+    of the callee for it; one large kernel was compiled seven times that way. Unliteral types give
+    the callee one variant per real argument type (the constant is cast at the call)."""
+    resolve = dispatcher.get_call_template
+
+    def get_call_template(args, kws):
+        return resolve(tuple(numba.types.unliteral(a) for a in args),
+                       {k: numba.types.unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = get_call_template
+    return dispatcher
+
+
 def njit(*args, **kwargs):
-    """`numba.njit` with `cache=True` (when possible), `nogil=True` and no bounds checks."""
+    """`numba.njit` with `cache=True` (when possible), `nogil=True`, no bounds checks, and one
+    variant per non-literal argument types (_one_variant)."""
     kwargs.setdefault("cache", CACHE)
     kwargs.setdefault("nogil", True)
     kwargs.setdefault("boundscheck", False)
-    return numba.njit(*args, **kwargs)
+    if args and callable(args[0]):
+        return _one_variant(numba.njit(*args, **kwargs))
+    decorate = numba.njit(*args, **kwargs)
+    return lambda fn: _one_variant(decorate(fn))
+
+
+@numba.extending.intrinsic
+def readonly(typingctx, arr):
+    """The same array typed read-only (no copy: the data model is the same). Kernels are compiled
+    for read-only inputs; a writable buffer passed on as is would compile a second variant of every
+    kernel below."""
+    if not isinstance(arr, numba.types.Array):
+        return None
+    sig = arr.copy(readonly=True)(arr)
+
+    def codegen(context, builder, signature, args):
+        return args[0]
+
+    return sig, codegen
 
 
 try:  # count trailing zeros (llvm.cttz)
@@ -167,3 +260,4 @@ def prefetch(typingctx, arr, i):
         return context.get_dummy_value()
 
     return sig, codegen
+

@@ -36,7 +36,7 @@ from ..unicode.classes import (
     CLS_SPACE,
 )
 from .encode import CFG_PATTERN, encode_ordinary_span
-from .jit import njit
+from .jit import njit, readonly
 from .trees import compat_fast as _compat_fast
 from .trees import merges_to_pair
 from .scan import PAT_CL100K, PAT_GPT2, PAT_O200K, next_piece
@@ -634,6 +634,7 @@ def stream_step(buf, n, st, T, allowed, any_allowed, hold, final, out, cache, va
     `hold`: check for added tokens at all (some are allowed, or some must be refused); a possible
     start of one at the end of the text is held back. `final`: the text ends at n.
     """
+    buf = readonly(buf)  # the held text is writable here, read-only to the encode kernels (one variant)
     kind = T.config[CFG_PATTERN]
     s1 = T.stage1
     s2 = T.stage2

@@ -1,0 +1,147 @@
+"""First use on a machine whose kernel cache is empty, in real processes: the first ids come at once
+from the Python encoder, one background worker compiles the kernels (however many processes start
+together), and later processes load them from the cache. Also: where the cache lives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+FIRST_USE = """
+import json, sys, time
+t0 = time.perf_counter()
+import tltok_jit
+enc = tltok_jit.get_encoding("r50k_base")
+ids = enc.encode("hello world, first use")
+print(json.dumps({"state": enc.compile_state, "ids": ids, "seconds": time.perf_counter() - t0}))
+"""
+
+
+def _env(tmp_path: Path) -> dict:
+    env = dict(os.environ)
+    for k in ("TLTOK_COMPILE", "NUMBA_CACHE_DIR", "TLTOK_NO_CACHE"):
+        env.pop(k, None)
+    env["TLTOK_KERNEL_CACHE"] = str(tmp_path / "kernels")
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _first_use(env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", FIRST_USE], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _cache_dir(tmp_path: Path) -> Path:
+    dirs = list((tmp_path / "kernels").iterdir())
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def test_cache_lives_in_the_user_cache_folder_keyed_by_sources():
+    from tltok_jit.kernels import jit
+
+    assert jit.KERNEL_CACHE_DIR.startswith(jit.kernel_cache_root())
+    version, digest = os.path.basename(jit.KERNEL_CACHE_DIR).split("-")
+    import tltok_jit
+
+    assert version == tltok_jit.__version__ and len(digest) == 12
+    assert not jit.KERNEL_CACHE_DIR.startswith(jit.PACKAGE_DIR)
+
+
+def test_source_hash_changes_with_any_kernel_source(tmp_path, monkeypatch):
+    from tltok_jit.kernels import jit
+
+    import shutil
+
+    copy = tmp_path / "tltok_jit"
+    shutil.copytree(jit.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(jit, "PACKAGE_DIR", str(copy))
+    before = jit._kernel_source_hash()
+    (copy / "cli.py").write_text((copy / "cli.py").read_text() + "\n# not a kernel source\n")
+    assert jit._kernel_source_hash() == before
+    helper = copy / "kernels" / "hashing.py"
+    helper.write_text(helper.read_text() + "\n# an edited helper\n")
+    assert jit._kernel_source_hash() != before
+
+
+def test_prune_keeps_the_newest(tmp_path, monkeypatch):
+    from tltok_jit.kernels import jit
+
+    monkeypatch.setenv("TLTOK_KERNEL_CACHE", str(tmp_path))
+    for i in range(6):
+        d = tmp_path / f"0.0.{i}-abc"
+        d.mkdir()
+        os.utime(d, (1000 + i, 1000 + i))
+    removed = jit.prune_kernel_caches(keep=3)
+    assert sorted(os.path.basename(p) for p in removed) == ["0.0.0-abc", "0.0.1-abc", "0.0.2-abc"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.0.3-abc", "0.0.4-abc", "0.0.5-abc"]
+
+
+def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_oracle):
+    oracle = tiktoken_oracle("r50k_base")
+    env = _env(tmp_path)
+    procs = [_first_use(env) for _ in range(3)]  # a pool starting together
+    import json
+
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        res = json.loads(out)
+        assert res["state"] == "interim"
+        assert res["ids"] == oracle.encode("hello world, first use")
+        assert res["seconds"] < 15
+    # the CLI says once that the kernels compile in the background, and its ids are exact
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = ["first use of the CLI", None, "日本語 🙂"]
+    pq.write_table(pa.table({"text": texts}), tmp_path / "in.parquet")
+    cli = subprocess.run([sys.executable, "-m", "tltok_jit.cli", "encode", str(tmp_path / "in.parquet"), "-o",
+                          str(tmp_path / "out.parquet"), "--encoding", "r50k_base"], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    assert cli.stderr.count("compiling in the background") == 1, cli.stderr
+    got = pq.read_table(tmp_path / "out.parquet").column("tokens").to_pylist()
+    assert got == [oracle.encode(texts[0]), None, oracle.encode(texts[2])]
+    cache = _cache_dir(tmp_path)
+    # exactly one worker compiles: the others saw the lock held
+    workers = subprocess.run(["pgrep", "-f", "tltok_jit.warm_worker"], capture_output=True, text=True).stdout.split()
+    mine = [w for w in workers if str(tmp_path) in Path(f"/proc/{w}/environ").read_bytes().decode(errors="replace")]
+    assert len(mine) <= 1
+    deadline = time.monotonic() + 1800
+    while not (cache / "ready-stream").exists():
+        assert time.monotonic() < deadline, (cache / "compile.log").read_text()
+        time.sleep(2)
+    for stage in ("single", "rows", "arrow", "stream"):
+        assert (cache / f"ready-{stage}").exists()
+    p = _first_use(env)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    res = json.loads(out)
+    assert res["state"] == "compiled" and res["ids"] == oracle.encode("hello world, first use")
+    assert res["seconds"] < 15
+
+
+def test_foreground_mode_never_starts_a_worker(tmp_path):
+    env = _env(tmp_path)
+    env["TLTOK_COMPILE"] = "foreground"
+    code = "from tltok_jit import warm; print(warm.background_enabled())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("mode", ["background", ""])
+def test_background_is_the_default(tmp_path, mode):
+    env = _env(tmp_path)
+    if mode:
+        env["TLTOK_COMPILE"] = mode
+    code = "from tltok_jit import warm; print(warm.background_enabled())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"

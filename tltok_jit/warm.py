@@ -1,0 +1,126 @@
+"""Compiling the kernels ahead of use, once per machine, without making anyone wait for it.
+
+numba compiles a kernel the first time a process calls it and caches the machine code on disk
+(`kernels.jit.KERNEL_CACHE_DIR`, one folder per package version and kernel sources). Compiling the
+whole set takes minutes on a small machine, so the first process that needs kernels which are not
+in the cache starts `python -m tltok_jit.warm_worker` in the background and, for tiktoken rank files, serves
+its calls from the exact Python encoder (`interim`) until each stage is ready:
+
+    single   load the tables; encode / decode one text
+    rows     encode_batch / encode_ordinary_batch (the parallel row kernels)
+    arrow    encode_arrow / count_arrow / decode_arrow
+    stream   the stream encoder and decoders
+
+A stage is ready when its marker file exists in the cache folder; the worker writes it after the
+stage's kernels are in the cache. One worker runs per cache folder at a time (an exclusive `flock`
+on a lock file in it), so a pool of processes or the workers of a cluster node compile once; numba
+writes each cache entry to a temporary file and renames it into place, so a process loading while
+the worker writes sees the old or the new entry, never half of one.
+
+`TLTOK_COMPILE=foreground` turns all of this off: every process compiles what it needs itself,
+when it first needs it (the test suite does this, to test the kernels rather than the Python path).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from .kernels import jit
+
+STAGES = ("single", "rows", "arrow", "stream")
+_LOCK_NAME = "compile.lock"
+_LOG_NAME = "compile.log"
+LOCK_FD_ENV = "TLTOK_WARM_LOCK_FD"  # the worker's inherited, already locked, lock file
+
+
+def background_enabled() -> bool:
+    """True unless TLTOK_COMPILE=foreground or there is no kernel cache to share."""
+    return jit.CACHE and os.environ.get("TLTOK_COMPILE", "background") != "foreground" \
+        and not os.environ.get("NUMBA_CACHE_DIR")
+
+
+def _marker(stage: str) -> str:
+    return os.path.join(jit.KERNEL_CACHE_DIR, f"ready-{stage}")
+
+
+def stage_ready(stage: str) -> bool:
+    """The kernels of `stage` are in the cache (or caching is off, and each process compiles)."""
+    return not jit.CACHE or os.path.exists(_marker(stage))
+
+
+def all_ready() -> bool:
+    return all(stage_ready(s) for s in STAGES)
+
+
+def _try_lock():
+    """An open file holding the exclusive compile lock, or None when another process holds it."""
+    import fcntl
+
+    f = open(os.path.join(jit.KERNEL_CACHE_DIR, _LOCK_NAME), "a+b")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return None
+    return f
+
+
+def worker_running() -> bool:
+    """A process holds the compile lock (a worker is compiling)."""
+    f = _try_lock()
+    if f is None:
+        return True
+    f.close()
+    return False
+
+
+def start_background() -> bool:
+    """Start the compile worker unless every stage is ready or a worker runs; True if one runs now.
+
+    The lock is taken here and handed to the worker (the same open file), so there is no moment when
+    the worker is starting and the lock looks free."""
+    if all_ready():
+        return False
+    lock = _try_lock()
+    if lock is None:
+        return True
+    env = dict(os.environ)
+    env["TLTOK_COMPILE"] = "foreground"
+    env[LOCK_FD_ENV] = str(lock.fileno())
+    try:
+        with open(os.path.join(jit.KERNEL_CACHE_DIR, _LOG_NAME), "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker"], stdin=subprocess.DEVNULL,
+                             stdout=log, stderr=log, env=env, start_new_session=True,
+                             pass_fds=(lock.fileno(),))
+    finally:
+        lock.close()
+    return True
+
+
+def wait_for(stage: str, poll: float = 0.2) -> bool:
+    """Block until `stage` is ready; False when no worker is left to make it (compile it yourself)."""
+    while not stage_ready(stage):
+        if not worker_running():
+            return stage_ready(stage)
+        time.sleep(poll)
+    return True
+
+
+def mark_ready(stage: str, seconds: float) -> None:
+    """Write `stage`'s marker (atomically: a reader never sees half of it)."""
+    tmp = f"{_marker(stage)}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(f"{seconds:.1f}\n")
+    os.replace(tmp, _marker(stage))
+
+
+def take_lock():
+    """The compile lock for a worker (an open file; close it to release): the one its starter handed
+    it, else taken now; None when another worker holds it."""
+    fd = os.environ.pop(LOCK_FD_ENV, None)
+    if fd is not None:
+        return os.fdopen(int(fd), "a+b")
+    return _try_lock()
