@@ -74,7 +74,7 @@ def _worker_done(root: Path, timeout: float = 1800.0) -> float:
     import fcntl
 
     t0 = time.perf_counter()
-    locks = list((root / "kernels").glob("*/compile.lock"))
+    locks = list((root / "kernels").glob("*/state-*/compile.lock"))
     for lock in locks:
         with open(lock, "a+b") as f:
             while True:

@@ -39,7 +39,8 @@ def _first_use(env: dict) -> subprocess.Popen:
 
 
 def _cache_dir(tmp_path: Path) -> Path:
-    dirs = list((tmp_path / "kernels").iterdir())
+    """The state folder (markers, lock, log) of the one installation used here."""
+    dirs = list((tmp_path / "kernels").glob("*/state-*"))
     assert len(dirs) == 1, dirs
     return dirs[0]
 

@@ -23,6 +23,7 @@ when it first needs it (the test suite does this, to test the kernels rather tha
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -42,8 +43,16 @@ def background_enabled() -> bool:
         and not os.environ.get("NUMBA_CACHE_DIR")
 
 
+def state_dir() -> str:
+    """Markers, lock and log of this installation's kernels (numba keeps the machine code of each
+    package folder apart inside the cache folder, so two installations of one version do too)."""
+    d = os.path.join(jit.KERNEL_CACHE_DIR, "state-" + hashlib.sha1(jit.PACKAGE_DIR.encode()).hexdigest()[:12])
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
 def _marker(stage: str) -> str:
-    return os.path.join(jit.KERNEL_CACHE_DIR, f"ready-{stage}")
+    return os.path.join(state_dir(), f"ready-{stage}")
 
 
 def stage_ready(stage: str) -> bool:
@@ -59,7 +68,7 @@ def _try_lock():
     """An open file holding the exclusive compile lock, or None when another process holds it."""
     import fcntl
 
-    f = open(os.path.join(jit.KERNEL_CACHE_DIR, _LOCK_NAME), "a+b")
+    f = open(os.path.join(state_dir(), _LOCK_NAME), "a+b")
     try:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -91,7 +100,7 @@ def start_background() -> bool:
     env["TLTOK_COMPILE"] = "foreground"
     env[LOCK_FD_ENV] = str(lock.fileno())
     try:
-        with open(os.path.join(jit.KERNEL_CACHE_DIR, _LOG_NAME), "ab") as log:
+        with open(os.path.join(state_dir(), _LOG_NAME), "ab") as log:
             subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker"], stdin=subprocess.DEVNULL,
                              stdout=log, stderr=log, env=env, start_new_session=True,
                              pass_fds=(lock.fileno(),))
