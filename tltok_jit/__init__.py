@@ -29,7 +29,8 @@ _LOCK = threading.Lock()
 def get_encoding(name: str) -> Encoding:
     """A known encoding by name ("gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base", ...).
 
-    The rank file is found in $TLTOK_DATA, then the user cache, then downloaded and hash-checked.
+    The rank file is found in $TLTOK_DATA, then the user cache, then the copy embedded in the package
+    (r50k_base/gpt2, cl100k_base, o200k_base), then downloaded; every source is hash-checked.
     Instances are shared (built once per process).
     """
     enc = _ENCODINGS.get(name)

@@ -232,14 +232,17 @@ def load_tiktoken_ranks(
     *,
     reserved_ids: Iterable[int] = (),
     allow_empty_token: bool = False,
+    data: bytes | None = None,
 ) -> dict[bytes, int]:
     """Parse a `.tiktoken` file into {token bytes: rank}, exactly like `tiktoken.load.load_tiktoken_bpe`.
 
     `reserved_ids`: ranks that may be absent from the file because special tokens occupy them.
+    `data`: the file's contents if already in memory (then `path` only names it in messages).
     Raises `TokenizerFileError` naming the file and line on malformed input, OSError if unreadable.
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
     reserved = frozenset(reserved_ids)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
@@ -259,6 +262,7 @@ def read_tiktoken_model(
     explicit_n_vocab: int | None = None,
     allow_empty_token: bool = False,
     allow_shared_special_ids: bool = False,
+    data: bytes | None = None,
 ) -> ModelDescription:
     """Read a `.tiktoken` rank file and the code-defined parts of an encoding into a ModelDescription.
 
@@ -267,6 +271,7 @@ def read_tiktoken_model(
     the largest id + 1 and the number of distinct ids. Two special tokens may share an id only with
     `allow_shared_special_ids=True`: tiktoken's o200k_harmony maps both '<|endofprompt|>' and
     '<|reserved_200018|>' to 200018 (tiktoken decodes 200018 as '<|endofprompt|>').
+    `data`: the file's contents if already in memory (then `path` only names it, also as `source`).
     """
     src = os.fspath(path)
     ids: dict[int, str] = {}
@@ -281,7 +286,7 @@ def read_tiktoken_model(
             raise TokenizerFileError(
                 f"{src}: special tokens {ids[tid]!r} and {content!r} of {name!r} share id {tid}")
         ids[tid] = content
-    vocab = load_tiktoken_ranks(path, reserved_ids=ids, allow_empty_token=allow_empty_token)
+    vocab = load_tiktoken_ranks(path, reserved_ids=ids, allow_empty_token=allow_empty_token, data=data)
     n_ranks = len(vocab)
     max_rank = max(vocab.values())
     # the ranks are 0..max_rank except at reserved (special) ids, so only a special id <= max_rank can
