@@ -17,6 +17,7 @@ from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8, str_utf8_rows
 from .model import ModelDescription
 from .pylist import IntObjects
+from .recipe import abspath, rebuild
 from .tables import compile_model
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
@@ -103,8 +104,13 @@ def resolve_threads(num_threads: int) -> int:
 class Encoding:
     """A byte-level BPE tokenizer with tiktoken's methods, compiled to flat tables at construction."""
 
-    def __init__(self, model: ModelDescription, *, use_cache: bool = True):
-        compiled = compile_model(model, use_cache=use_cache)
+    def __init__(self, model: ModelDescription, *, use_cache: bool = True, _recipe: tuple | None = None):
+        self._setup(model, compile_model(model, use_cache=use_cache),
+                    _recipe or ("description", model, use_cache))
+
+    def _setup(self, model: ModelDescription, compiled, recipe: tuple) -> None:
+        """Everything but the tables: per-instance scratch state around shared, read-only tables."""
+        self._recipe = recipe  # how pickle rebuilds this encoding (tltok_jit.recipe)
         self._model = model
         self._compiled = compiled
         self._t = compiled.tables
@@ -152,10 +158,25 @@ class Encoding:
         kind = pattern_kind or kind_of_pattern(pattern)
         model = read_tiktoken_model(path, name=name, pattern=pattern, special_tokens=special_tokens,
                                     pattern_kind=kind, explicit_n_vocab=explicit_n_vocab)
-        return cls(model)
+        specials = tuple(sorted(special_tokens.items()))
+        return cls(model, _recipe=("tiktoken_file", abspath(path), pattern, specials, name, pattern_kind,
+                                   explicit_n_vocab))
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
+
+    # ------------------------------------------------------------------ pickle and copy
+    def __reduce__(self):
+        # by recipe: the other side rebuilds (once per process) instead of receiving the tables
+        return rebuild, (self._recipe,)
+
+    def __copy__(self) -> "Encoding":
+        new = object.__new__(type(self))
+        new._setup(self._model, self._compiled, self._recipe)  # the tables are read-only: shared
+        return new
+
+    def __deepcopy__(self, memo: dict) -> "Encoding":
+        return self.__copy__()
 
     # ------------------------------------------------------------------ properties
     @property
