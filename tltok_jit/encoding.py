@@ -11,6 +11,7 @@ from typing import AbstractSet, Literal
 import numba
 import numpy as np
 
+from .args import check_int, check_text, check_threads, token_id_array
 from .kernels import encode as K
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
@@ -96,6 +97,7 @@ def _encode_text_entry(args):
 def resolve_threads(num_threads: int) -> int:
     """0 (or less) means every core numba may use."""
     limit = numba.config.NUMBA_NUM_THREADS
+    num_threads = check_threads(num_threads)
     if num_threads is None or num_threads <= 0:
         return limit
     return min(int(num_threads), limit)
@@ -274,6 +276,7 @@ class Encoding:
                         disallowed_special: DisallowedSpecial = "all",
                         add_special_tokens: bool = False) -> np.ndarray:
         """Token ids as a uint32 numpy array (no Python int per token)."""
+        check_text(text)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
         if self._hf is not None:
             data = text_to_utf8(text)
@@ -314,6 +317,7 @@ class Encoding:
         return objs.to_list(ids)
 
     def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
+        check_text(text)
         if self._hf is not None:
             return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
         return self._encode_buf(text_to_buf(text), self._no_added, False)
@@ -324,8 +328,10 @@ class Encoding:
             if text_or_bytes in self._special_tokens:
                 return self._special_tokens[text_or_bytes]
             data = text_or_bytes.encode("utf-8")
-        else:
+        elif isinstance(text_or_bytes, (bytes, bytearray, memoryview)):
             data = bytes(text_or_bytes)
+        else:
+            raise TypeError(f"text_or_bytes must be a str or bytes, not {type(text_or_bytes).__name__}")
         from .kernels.hashing import token_id_of_bytes
 
         t = token_id_of_bytes(self._t, data)
@@ -384,7 +390,12 @@ class Encoding:
     def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(UTF-8 of all texts, int64 row offsets). One join and one encode when that is exact: every
         text ASCII (byte offsets = character offsets) or Latin-1 (str_utf8_rows)."""
-        joined = "".join(texts)  # a TypeError naming the item that is not a str
+        try:
+            joined = "".join(texts)
+        except TypeError:
+            bad = next(i for i, t in enumerate(texts) if not isinstance(t, str))
+            check_text(texts[bad], f"texts[{bad}]")
+            raise
         if len(texts) > 1 and (joined.isascii() or len(joined) >= _KERNEL_UTF8_MIN):
             offsets = np.zeros(len(texts) + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
@@ -444,20 +455,18 @@ class Encoding:
         return self._split(*self.encode_rows(data, offsets, num_threads=num_threads))
 
     # ------------------------------------------------------------------ decoding
-    def _ids_array(self, tokens: Iterable[int]) -> np.ndarray:
-        if isinstance(tokens, np.ndarray):
-            ids = tokens.astype(np.int64, copy=False).ravel()
-        else:
-            ids = np.fromiter(tokens, dtype=np.int64) if not isinstance(tokens, (list, tuple)) \
-                else np.array(tokens, dtype=np.int64).ravel()
+    def _unknown_token(self, i: int) -> UnknownTokenError:
+        return UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
+                                 f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+
+    def _ids_array(self, tokens: Iterable[int], arg: str = "tokens") -> np.ndarray:
+        ids = token_id_array(tokens, self._unknown_token, arg)
         if len(ids):
             bad = (ids < 0) | (ids >= self.n_vocab)
             if not bad.any():
                 bad = ~self._compiled.valid[ids]
             if bad.any():
-                i = int(ids[np.argmax(bad)])
-                raise UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
-                                 f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+                raise self._unknown_token(int(ids[np.argmax(bad)]))
         return ids
 
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
@@ -483,7 +492,7 @@ class Encoding:
         return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
-        t = int(self._ids_array([token])[0])
+        t = int(self._ids_array([check_int(token, "token")])[0])
         o = self._t.tok_offsets
         return self._t.tok_bytes[o[t]:o[t + 1]].tobytes()
 
