@@ -6,6 +6,7 @@ import threading
 
 from .encoding import Encoding
 from .model import AddedToken, ModelDescription, TokenizerFileError
+from .model_names import encoding_name_for_model
 
 __all__ = [
     "AddedToken",
@@ -15,6 +16,8 @@ __all__ = [
     "MultiStreamDecoder",
     "StreamDecoder",
     "TokenizerFileError",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "from_file",
     "from_gpt2_files",
     "get_encoding",
@@ -43,6 +46,11 @@ def get_encoding(name: str) -> Encoding:
             enc = Encoding(load_description(name), _recipe=("encoding", name))
             _ENCODINGS[name] = enc
     return enc
+
+
+def encoding_for_model(model_name: str) -> Encoding:
+    """The encoding an OpenAI model uses (tiktoken's tables); KeyError for an unknown model."""
+    return get_encoding(encoding_name_for_model(model_name))
 
 
 def from_file(path, config=None, *, name: str | None = None) -> Encoding:

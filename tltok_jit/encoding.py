@@ -106,7 +106,32 @@ def resolve_threads(num_threads: int) -> int:
 class Encoding:
     """A byte-level BPE tokenizer with tiktoken's methods, compiled to flat tables at construction."""
 
-    def __init__(self, model: ModelDescription, *, use_cache: bool = True, _recipe: tuple | None = None):
+    def __init__(self, model: ModelDescription | str | None = None, *, name: str | None = None,
+                 pat_str: str | None = None, mergeable_ranks: dict[bytes, int] | None = None,
+                 special_tokens: dict[str, int] | None = None, explicit_n_vocab: int | None = None,
+                 use_cache: bool = True, _recipe: tuple | None = None):
+        """`Encoding(description)` from a loader's ModelDescription, or tiktoken's constructor:
+        `Encoding(name, pat_str=..., mergeable_ranks=..., special_tokens=..., explicit_n_vocab=None)`
+        (e.g. a known encoding's `_pat_str`, `_mergeable_ranks` and `_special_tokens` plus tokens of
+        one's own: the same ids as tiktoken's)."""
+        if isinstance(model, ModelDescription):
+            if name is not None or pat_str is not None or mergeable_ranks is not None or special_tokens is not None:
+                raise TypeError("Encoding(description) takes no name, pat_str, mergeable_ranks or special_tokens")
+        else:
+            if model is not None and name is not None:
+                raise TypeError("Encoding() got the name twice")
+            name = model if name is None else name
+            missing = [a for a, v in (("name", name), ("pat_str", pat_str), ("mergeable_ranks", mergeable_ranks),
+                                      ("special_tokens", special_tokens)) if v is None]
+            if missing:
+                raise TypeError(f"Encoding() takes a ModelDescription, or a name with pat_str, mergeable_ranks "
+                                f"and special_tokens; missing: {', '.join(missing)}")
+            from .loaders.tiktoken_file import description_from_ranks
+
+            model = description_from_ranks(name, pat_str=pat_str, mergeable_ranks=mergeable_ranks,
+                                           special_tokens=special_tokens, explicit_n_vocab=explicit_n_vocab)
+            _recipe = _recipe or ("ranks", name, pat_str, mergeable_ranks, tuple(sorted(special_tokens.items())),
+                                  explicit_n_vocab)
         self._setup(model, compile_model(model, use_cache=use_cache),
                     _recipe or ("description", model, use_cache))
 
@@ -120,12 +145,14 @@ class Encoding:
         self._pat_str = model.pattern
         self.n_vocab: int = compiled.n_vocab
         self._special_tokens: dict[str, int] = {t.content: t.id for t in compiled.added}
+        self._special_values = frozenset(self._special_tokens.values())
         self._added_index: dict[str, int] = {t.content: i for i, t in enumerate(compiled.added)}
         n_added = len(compiled.added)
         self._no_added = np.zeros(max(n_added, 1), dtype=np.bool_)
         self._no_added.flags.writeable = False  # one array type for every call: one compilation
         load_text_kernels()
         self._masks: dict[frozenset, np.ndarray] = {}
+        self._sorted_tokens: list[bytes] | None = None  # token_byte_values(), built on first use
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
@@ -491,6 +518,31 @@ class Encoding:
             return self._hf.decode_python(ids)
         return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
 
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8,
+                     skip_special_tokens: bool = False) -> list[str]:
+        """`decode` of each id sequence (num_threads is accepted for tiktoken's signature; decoding a
+        row is one kernel call, so it runs serially)."""
+        check_threads(num_threads)
+        return [self.decode(ids, errors, skip_special_tokens=skip_special_tokens) for ids in batch]
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8,
+                           skip_special_tokens: bool = False) -> list[bytes]:
+        """`decode_bytes` of each id sequence."""
+        check_threads(num_threads)
+        return [self.decode_bytes(ids, skip_special_tokens=skip_special_tokens) for ids in batch]
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """tiktoken's `decode_with_offsets`: (text, the index in text of the first character each token
+        contributes bytes to). Raises UnicodeDecodeError when the ids decode to invalid UTF-8, as
+        tiktoken does."""
+        token_bytes = self.decode_tokens_bytes(tokens)
+        text_len = 0
+        offsets = []
+        for token in token_bytes:
+            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
+            text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
+        return b"".join(token_bytes).decode("utf-8", errors="strict"), offsets
+
     def decode_single_token_bytes(self, token: int) -> bytes:
         t = int(self._ids_array([check_int(token, "token")])[0])
         o = self._t.tok_offsets
@@ -517,8 +569,43 @@ class Encoding:
         return token_pieces(self, ids)
 
     def token_byte_values(self) -> list[bytes]:
-        """The bytes of every ordinary (mergeable) token, in id order."""
-        return sorted(self._model.vocab, key=self._model.vocab.__getitem__)
+        """The bytes of every ordinary (mergeable) token, sorted (as tiktoken returns them)."""
+        if self._sorted_tokens is None:
+            self._sorted_tokens = sorted(self._model.vocab)
+        return list(self._sorted_tokens)
+
+    @property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """Ordinary token bytes -> rank (= id), tiktoken's attribute; the dict the tables were built from
+        (do not modify it)."""
+        return self._model.vocab
+
+    def is_special_token(self, token: int) -> bool:
+        """True for the id of a special token (for tokenizer.json models: of any added token)."""
+        return check_int(token, "token") in self._special_values
+
+    def encode_with_unstable(self, text: str, *, allowed_special: AllowedSpecial = set(),
+                             disallowed_special: DisallowedSpecial = "all") -> tuple[list[int], list[list[int]]]:
+        """tiktoken's `encode_with_unstable`: (stable ids, completions), the stable ids encoding a prefix
+        of `text` and each completion a sequence of ids that the rest could start as. tiktoken returns
+        the completions in no defined order; so do we."""
+        check_text(text)
+        if self._hf is not None:
+            raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        _, _, dmask = self._policy(allowed, disallowed_special)
+        self._check_disallowed(text, text_to_buf(text), dmask)
+        from .kernels.scan import piece_ends
+        from .unstable import encode_with_unstable
+
+        t = self._t
+
+        def split(buf: np.ndarray) -> np.ndarray:
+            return piece_ends(int(t.config[0]), buf, 0, len(buf), t.stage1, t.stage2)
+
+        if self._sorted_tokens is None:
+            self._sorted_tokens = sorted(self._model.vocab)
+        return encode_with_unstable(self, text, allowed, split, self._sorted_tokens)
 
     # ------------------------------------------------------------------ Arrow columns (tltok_jit.arrow)
     def encode_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
