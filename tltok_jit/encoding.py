@@ -69,14 +69,26 @@ class UnknownTokenError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
+class DisallowedSpecialTokenError(ValueError):
+    """Text holds a special token that `disallowed_special` refuses (`token` is that token)."""
+
+    def __init__(self, message: str, token: str):
+        super().__init__(message)
+        self.token = token
+
+    def __reduce__(self):  # crosses process boundaries (multiprocessing) intact
+        return type(self), (self.args[0], self.token)
+
+
 def raise_disallowed_special_token(token: str):
-    raise ValueError(
+    raise DisallowedSpecialTokenError(
         f"Encountered text corresponding to disallowed special token {token!r}.\n"
         "If you want this text to be encoded as a special token, "
         f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
         f"If you want this text to be encoded as normal text, disable the check for this token "
         f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+        "To disable this check for all special tokens, pass `disallowed_special=()`.\n",
+        token,
     )
 
 
