@@ -17,6 +17,7 @@ from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8, str_utf8_rows
 from .model import ModelDescription
+from .pandas_io import is_pandas_series
 from .pylist import IntObjects
 from .recipe import abspath, rebuild
 from .tables import compile_model
@@ -626,8 +627,19 @@ class Encoding:
         """Token ids of every row of an Arrow string/binary column (Array, ChunkedArray, Table column,
         polars Series, pandas Arrow-backed Series) as `list<uint32>` (`large_list<uint32>` past 2**31 - 1
         ids). Null rows stay null; invalid UTF-8 is encoded as `bytes.decode("utf-8", errors)` would
-        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`."""
+        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`.
+
+        A pandas Series (object, `str` / `string[pyarrow]` or ArrowDtype) gives a pandas Series of
+        id lists, None for a null row, with the input's index and name."""
         from . import arrow
+
+        if is_pandas_series(array):
+            from .pandas_io import ids_series
+
+            result = self.encode_arrow(arrow.as_arrow(array), num_threads=num_threads,
+                                       allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                       errors=errors, large_list=large_list)
+            return ids_series(result, array, self._to_list)
 
         if self._hf is not None and self._hf.needs_python:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
@@ -638,8 +650,17 @@ class Encoding:
 
     def count_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
                     disallowed_special: DisallowedSpecial = "all", errors: str = "replace"):
-        """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized."""
+        """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized.
+        A pandas Series gives an `Int64` Series (<NA> for a null row) with the input's index and name."""
         from . import arrow
+
+        if is_pandas_series(array):
+            from .pandas_io import counts_series
+
+            result = self.count_arrow(arrow.as_arrow(array), num_threads=num_threads,
+                                      allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                      errors=errors)
+            return counts_series(result, array)
 
         if self._hf is not None and self._hf.needs_python:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
