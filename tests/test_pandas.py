@@ -107,6 +107,10 @@ def test_datasets_recipe(pair, datasets_mod):
     again = ds.with_format("arrow").map(tokenize, batched=True, batch_size=3)
     assert again._fingerprint == mapped._fingerprint  # the function (and the encoding in it) hashed, not random
 
+    # worker processes receive the encoding pickled by reference
+    par = ds.with_format("arrow").map(tokenize, batched=True, batch_size=2, num_proc=2).with_format(None)
+    assert par["ids"] == out["ids"]
+
     def count(batch: pa.Table) -> pa.Table:
         return pa.table({"n": enc.count_arrow(batch["text"], disallowed_special=())})
 
