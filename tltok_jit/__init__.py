@@ -6,6 +6,7 @@ import threading
 
 from .encoding import Encoding
 from .model import AddedToken, ModelDescription, TokenizerFileError
+from .model_names import encoding_name_for_model
 
 __all__ = [
     "AddedToken",
@@ -15,6 +16,8 @@ __all__ = [
     "MultiStreamDecoder",
     "StreamDecoder",
     "TokenizerFileError",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "from_file",
     "from_gpt2_files",
     "get_encoding",
@@ -41,9 +44,14 @@ def get_encoding(name: str) -> Encoding:
         if enc is None:
             from .registry import load_description
 
-            enc = Encoding(load_description(name))
+            enc = Encoding(load_description(name), _recipe=("encoding", name))
             _ENCODINGS[name] = enc
     return enc
+
+
+def encoding_for_model(model_name: str) -> Encoding:
+    """The encoding an OpenAI model uses (tiktoken's tables); KeyError for an unknown model."""
+    return get_encoding(encoding_name_for_model(model_name))
 
 
 def from_file(path, config=None, *, name: str | None = None) -> Encoding:
@@ -57,14 +65,20 @@ def from_file(path, config=None, *, name: str | None = None) -> Encoding:
     add `add_special_tokens=True` for HF's default. See `tltok_jit.loaders.hf_json`."""
     from .loaders.hf_json import read_hf_json
 
-    return Encoding(read_hf_json(path, config, name=name))
+    from .recipe import abspath
+
+    return Encoding(read_hf_json(path, config, name=name),
+                    _recipe=("hf_json", abspath(path), abspath(config), name))
 
 
 def from_gpt2_files(vocab_path, merges_path, *, name: str | None = None) -> Encoding:
     """An Encoding from GPT-2's classic `vocab.json` + `merges.txt` (same ids as its tokenizer.json)."""
     from .loaders.gpt2_files import read_gpt2_files
 
-    return Encoding(read_gpt2_files(vocab_path, merges_path, name=name))
+    from .recipe import abspath
+
+    return Encoding(read_gpt2_files(vocab_path, merges_path, name=name),
+                    _recipe=("gpt2_files", abspath(vocab_path), abspath(merges_path), name))
 
 
 def list_encoding_names() -> list[str]:

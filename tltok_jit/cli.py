@@ -35,8 +35,10 @@ encoding, n_vocab, eos / eos_id, documents, dropped_tail_tokens and source. Read
 
 Every output is written under a temporary name in the destination directory and renamed when
 complete: an interrupted run leaves no OUTPUT (SIGINT / SIGTERM also remove the temporary file).
-An existing OUTPUT is only replaced with `--overwrite`. Errors print one line naming the problem and
-exit with status 2 (1 for an unexpected failure).
+An existing OUTPUT is only replaced with `--overwrite`; an OUTPUT that is, contains or lies inside
+INPUT is refused. The temporary files of a killed run (`.NAME.tltok-tmp-PID`, PID no longer running)
+are removed by the next run writing NAME. Errors print one line naming the problem and the option to
+change and exit with status 2 (1 for an unexpected failure).
 
 A progress line (rows, MB, MB/s, tokens/s) is drawn on stderr when it is a terminal and `--quiet` is
 not given; a one-line summary (rows, tokens, seconds, MB/s) goes to stdout unless `--quiet`.
@@ -291,14 +293,17 @@ def load_encoding(name: str | None, tokenizer: str | None):
         except CliError:
             raise
         except Exception as e:  # noqa: BLE001
-            hint = "" if name else " (for a .tiktoken file of another name, pass --encoding NAME to take " \
-                                   "that encoding's split pattern and special tokens)"
-            raise CliError(f"cannot load tokenizer {p}: {type(e).__name__}: {e}{hint}") from None
-        raise CliError(f"cannot load tokenizer {p}: use a .tiktoken rank file or a tokenizer.json")
+            hint = " (change --tokenizer)"
+            if p.suffix == ".tiktoken" and not name:
+                hint = (" (for a .tiktoken file of another name, pass --encoding NAME to take that encoding's "
+                        "split pattern and special tokens)")
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise CliError(f"cannot load tokenizer {p}: {type(e).__name__}: {first}{hint}") from None
+        raise CliError(f"cannot load tokenizer {p}: use a .tiktoken rank file or a tokenizer.json (--tokenizer)")
     name = name or "o200k_base"
     known = tltok_jit.list_encoding_names()
     if name not in known:
-        raise CliError(f"unknown encoding {name!r}; known encodings: {', '.join(known)}")
+        raise CliError(f"unknown encoding {name!r} (--encoding); known encodings: {', '.join(known)}")
     try:
         return tltok_jit.get_encoding(name)
     except Exception as e:  # noqa: BLE001
@@ -346,33 +351,98 @@ def prepare_kernels(enc, *, quiet: bool = False) -> None:
         print(f"tltok: kernels ready in {time.perf_counter() - t0:.1f} s{how}", file=sys.stderr)
 
 
+SPECIAL_MODES = {  # --special MODE -> the allowed / disallowed arguments of encode
+    "text": {"allowed_special": set(), "disallowed_special": ()},
+    "error": {"allowed_special": set(), "disallowed_special": "all"},
+    "allow": {"allowed_special": "all", "disallowed_special": ()},
+}
+
+
 def _special_kwargs(mode: str) -> dict:
-    if mode == "text":
-        return {"allowed_special": set(), "disallowed_special": ()}
-    if mode == "allow":
-        return {"allowed_special": "all", "disallowed_special": ()}
-    return {"allowed_special": set(), "disallowed_special": "all"}
+    try:
+        return dict(SPECIAL_MODES[mode])
+    except KeyError:
+        raise CliError(f"unknown --special mode {mode!r}; use one of {', '.join(SPECIAL_MODES)}") from None
 
 
 # ------------------------------------------------------------------------------------------------
 # atomic outputs
 # ------------------------------------------------------------------------------------------------
 
-class Atomic:
-    """Temporary paths next to their destinations, renamed into place by commit(), removed by abort()."""
+TMP_TAG = ".tltok-tmp-"
 
-    def __init__(self, overwrite: bool):
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # someone else's process (or an unusable number): leave its file alone
+    return True
+
+
+def remove_stale_temps(dest: Path) -> None:
+    """Remove `.NAME.tltok-tmp-PID` left beside `dest` by a run that was killed (its PID is gone)."""
+    prefix = f".{dest.name}{TMP_TAG}"
+    try:
+        entries = list(dest.parent.iterdir())
+    except OSError:
+        return
+    for p in entries:
+        if not p.name.startswith(prefix) or not p.name[len(prefix):].isdigit():
+            continue
+        pid = int(p.name[len(prefix):])
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        try:
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        except OSError:
+            pass
+
+
+def _overlap(a: Path, b: Path) -> bool:
+    """a is b, or one lies inside the other (after resolving symlinks and '..')."""
+    a, b = a.resolve(), b.resolve()
+    return a == b or a in b.parents or b in a.parents
+
+
+def _check_writable_parent(dest: Path) -> None:
+    for parent in (dest.parent, *dest.parent.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise CliError(f"cannot write {dest}: {parent} is a file, not a directory (change -o/--output)")
+            return
+
+
+class Atomic:
+    """Temporary paths next to their destinations, renamed into place by commit(), removed by abort().
+    A destination that is, contains or lies inside one of `inputs` is refused."""
+
+    def __init__(self, overwrite: bool, inputs: tuple[Path, ...] = ()):
         self.overwrite = overwrite
+        self.inputs = inputs
         self.pairs: list[tuple[Path, Path]] = []
 
     def check(self, dest: Path) -> None:
+        for inp in self.inputs:
+            if _overlap(dest, inp):
+                how = "is" if dest.resolve() == inp.resolve() else \
+                    "lies inside" if inp.resolve() in dest.resolve().parents else "contains"
+                raise CliError(f"output {dest} {how} the input {inp}: choose another -o/--output")
         if dest.exists() and not self.overwrite:
             raise CliError(f"output exists: {dest} (pass --overwrite to replace it)")
 
     def temp(self, dest: Path, is_dir: bool = False) -> Path:
         self.check(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.parent / f".{dest.name}.tltok-tmp-{os.getpid()}"
+        _check_writable_parent(dest)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CliError(f"cannot create the output directory {dest.parent}: {e.strerror or e} "
+                           "(change -o/--output)") from None
+        remove_stale_temps(dest)
+        tmp = dest.parent / f".{dest.name}{TMP_TAG}{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
         if is_dir:
@@ -619,7 +689,7 @@ def cmd_encode(args) -> int:
     if all(r.num_rows is not None for r in readers):
         total_rows = sum(r.num_rows for r in readers)
     progress = Progress(sys.stderr.isatty() and not args.quiet, total_rows)
-    atomic = Atomic(args.overwrite)
+    atomic = Atomic(args.overwrite, inputs=(inp,))
     out = Path(args.output)
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -762,6 +832,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tltok: interrupted; no output written", file=sys.stderr)
         return 130
+    except OSError as e:  # a file system refusal not foreseen above: still one line
+        print(f"tltok: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

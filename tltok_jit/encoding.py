@@ -13,12 +13,15 @@ import numba
 import numpy as np
 
 from . import interim, warm
+from .args import check_int, check_text, check_threads, token_id_array
 from .kernels import encode as K
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8, str_utf8_rows
 from .model import ModelDescription
+from .pandas_io import is_pandas_series
 from .pylist import IntObjects
+from .recipe import abspath, rebuild
 from .tables import compile_model
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
@@ -70,14 +73,26 @@ class UnknownTokenError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
+class DisallowedSpecialTokenError(ValueError):
+    """Text holds a special token that `disallowed_special` refuses (`token` is that token)."""
+
+    def __init__(self, message: str, token: str):
+        super().__init__(message)
+        self.token = token
+
+    def __reduce__(self):  # crosses process boundaries (multiprocessing) intact
+        return type(self), (self.args[0], self.token)
+
+
 def raise_disallowed_special_token(token: str):
-    raise ValueError(
+    raise DisallowedSpecialTokenError(
         f"Encountered text corresponding to disallowed special token {token!r}.\n"
         "If you want this text to be encoded as a special token, "
         f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
         f"If you want this text to be encoded as normal text, disable the check for this token "
         f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+        "To disable this check for all special tokens, pass `disallowed_special=()`.\n",
+        token,
     )
 
 
@@ -115,6 +130,7 @@ def _string_finder(strings: frozenset):
 def resolve_threads(num_threads: int) -> int:
     """0 (or less) means every core numba may use."""
     limit = numba.config.NUMBA_NUM_THREADS
+    num_threads = check_threads(num_threads)
     if num_threads is None or num_threads <= 0:
         return limit
     return min(int(num_threads), limit)
@@ -123,15 +139,46 @@ def resolve_threads(num_threads: int) -> int:
 class Encoding:
     """A byte-level BPE tokenizer with tiktoken's methods, compiled to flat tables at construction."""
 
-    def __init__(self, model: ModelDescription, *, use_cache: bool = True):
+    def __init__(self, model: ModelDescription | str | None = None, *, name: str | None = None,
+                 pat_str: str | None = None, mergeable_ranks: dict[bytes, int] | None = None,
+                 special_tokens: dict[str, int] | None = None, explicit_n_vocab: int | None = None,
+                 use_cache: bool = True, _recipe: tuple | None = None):
+        """`Encoding(description)` from a loader's ModelDescription, or tiktoken's constructor:
+        `Encoding(name, pat_str=..., mergeable_ranks=..., special_tokens=..., explicit_n_vocab=None)`
+        (e.g. a known encoding's `_pat_str`, `_mergeable_ranks` and `_special_tokens` plus tokens of
+        one's own: the same ids as tiktoken's)."""
+        if isinstance(model, ModelDescription):
+            if name is not None or pat_str is not None or mergeable_ranks is not None or special_tokens is not None:
+                raise TypeError("Encoding(description) takes no name, pat_str, mergeable_ranks or special_tokens")
+        else:
+            if model is not None and name is not None:
+                raise TypeError("Encoding() got the name twice")
+            name = model if name is None else name
+            missing = [a for a, v in (("name", name), ("pat_str", pat_str), ("mergeable_ranks", mergeable_ranks),
+                                      ("special_tokens", special_tokens)) if v is None]
+            if missing:
+                raise TypeError(f"Encoding() takes a ModelDescription, or a name with pat_str, mergeable_ranks "
+                                f"and special_tokens; missing: {', '.join(missing)}")
+            from .loaders.tiktoken_file import description_from_ranks
+
+            model = description_from_ranks(name, pat_str=pat_str, mergeable_ranks=mergeable_ranks,
+                                           special_tokens=special_tokens, explicit_n_vocab=explicit_n_vocab)
+            _recipe = _recipe or ("ranks", name, pat_str, mergeable_ranks, tuple(sorted(special_tokens.items())),
+                                  explicit_n_vocab)
+        self._setup(model, None, _recipe or ("description", model, use_cache), use_cache)
+
+    def _setup(self, model: ModelDescription, compiled, recipe: tuple, use_cache: bool = True) -> None:
+        """Everything but the tables: per-instance scratch state around shared, read-only tables
+        (`compiled`: the tables, or None to build them when first needed)."""
+        self._recipe = recipe  # how pickle rebuilds this encoding (tltok_jit.recipe)
         self._model = model
         self._use_cache = use_cache
-        self._compiled_tables = None
+        self._compiled_tables = compiled
         # While the kernels are not in the cache, a tiktoken rank file is served by the exact Python
         # encoder and a background process compiles them (see tltok_jit.warm).
         self._interim = None
         self._interim_checked = 0.0
-        if interim.supports(model) and warm.background_enabled() and not warm.all_ready():
+        if compiled is None and interim.supports(model) and warm.background_enabled() and not warm.all_ready():
             self._interim = interim.InterimEncoder(model)
             warm.start_background()
             n_vocab = len(self._interim.by_id)
@@ -142,11 +189,13 @@ class Encoding:
         self.n_vocab: int = n_vocab
         added = list(model.added_tokens)
         self._special_tokens: dict[str, int] = {t.content: t.id for t in added}
+        self._special_values = frozenset(self._special_tokens.values())
         self._added_index: dict[str, int] = {t.content: i for i, t in enumerate(added)}
         n_added = len(added)
         self._no_added = np.zeros(max(n_added, 1), dtype=np.bool_)
         self._no_added.flags.writeable = False  # one array type for every call: one compilation
         self._masks: dict[frozenset, np.ndarray] = {}
+        self._sorted_tokens: list[bytes] | None = None  # token_byte_values(), built on first use
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
@@ -292,10 +341,25 @@ class Encoding:
         kind = pattern_kind or kind_of_pattern(pattern)
         model = read_tiktoken_model(path, name=name, pattern=pattern, special_tokens=special_tokens,
                                     pattern_kind=kind, explicit_n_vocab=explicit_n_vocab)
-        return cls(model)
+        specials = tuple(sorted(special_tokens.items()))
+        return cls(model, _recipe=("tiktoken_file", abspath(path), pattern, specials, name, pattern_kind,
+                                   explicit_n_vocab))
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
+
+    # ------------------------------------------------------------------ pickle and copy
+    def __reduce__(self):
+        # by recipe: the other side rebuilds (once per process) instead of receiving the tables
+        return rebuild, (self._recipe,)
+
+    def __copy__(self) -> "Encoding":
+        new = object.__new__(type(self))
+        new._setup(self._model, self._compiled_tables, self._recipe, self._use_cache)  # read-only tables: shared
+        return new
+
+    def __deepcopy__(self, memo: dict) -> "Encoding":
+        return self.__copy__()
 
     # ------------------------------------------------------------------ properties
     @property
@@ -393,6 +457,7 @@ class Encoding:
                         disallowed_special: DisallowedSpecial = "all",
                         add_special_tokens: bool = False) -> np.ndarray:
         """Token ids as a uint32 numpy array (no Python int per token)."""
+        check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, allowed_special, disallowed_special), dtype=np.uint32)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
@@ -439,6 +504,7 @@ class Encoding:
         return objs.to_list(ids)
 
     def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
+        check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
         if self._hf is not None:
@@ -451,8 +517,10 @@ class Encoding:
             if text_or_bytes in self._special_tokens:
                 return self._special_tokens[text_or_bytes]
             data = text_or_bytes.encode("utf-8")
-        else:
+        elif isinstance(text_or_bytes, (bytes, bytearray, memoryview)):
             data = bytes(text_or_bytes)
+        else:
+            raise TypeError(f"text_or_bytes must be a str or bytes, not {type(text_or_bytes).__name__}")
         from .kernels.hashing import token_id_of_bytes
 
         t = token_id_of_bytes(self._t, data)
@@ -511,7 +579,12 @@ class Encoding:
     def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(UTF-8 of all texts, int64 row offsets). One join and one encode when that is exact: every
         text ASCII (byte offsets = character offsets) or Latin-1 (str_utf8_rows)."""
-        joined = "".join(texts)  # a TypeError naming the item that is not a str
+        try:
+            joined = "".join(texts)
+        except TypeError:
+            bad = next(i for i, t in enumerate(texts) if not isinstance(t, str))
+            check_text(texts[bad], f"texts[{bad}]")
+            raise
         if len(texts) > 1 and (joined.isascii() or len(joined) >= _KERNEL_UTF8_MIN):
             offsets = np.zeros(len(texts) + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
@@ -581,20 +654,18 @@ class Encoding:
         return self._split(*self.encode_rows(data, offsets, num_threads=num_threads))
 
     # ------------------------------------------------------------------ decoding
-    def _ids_array(self, tokens: Iterable[int]) -> np.ndarray:
-        if isinstance(tokens, np.ndarray):
-            ids = tokens.astype(np.int64, copy=False).ravel()
-        else:
-            ids = np.fromiter(tokens, dtype=np.int64) if not isinstance(tokens, (list, tuple)) \
-                else np.array(tokens, dtype=np.int64).ravel()
+    def _unknown_token(self, i: int) -> UnknownTokenError:
+        return UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
+                                 f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+
+    def _ids_array(self, tokens: Iterable[int], arg: str = "tokens") -> np.ndarray:
+        ids = token_id_array(tokens, self._unknown_token, arg)
         if len(ids):
             bad = (ids < 0) | (ids >= self.n_vocab)
             if not bad.any():
                 bad = ~self._valid[ids]
             if bad.any():
-                i = int(ids[np.argmax(bad)])
-                raise UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
-                                 f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+                raise self._unknown_token(int(ids[np.argmax(bad)]))
         return ids
 
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
@@ -621,8 +692,33 @@ class Encoding:
             return self._hf.decode_python(ids)
         return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
 
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8,
+                     skip_special_tokens: bool = False) -> list[str]:
+        """`decode` of each id sequence (num_threads is accepted for tiktoken's signature; decoding a
+        row is one kernel call, so it runs serially)."""
+        check_threads(num_threads)
+        return [self.decode(ids, errors, skip_special_tokens=skip_special_tokens) for ids in batch]
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8,
+                           skip_special_tokens: bool = False) -> list[bytes]:
+        """`decode_bytes` of each id sequence."""
+        check_threads(num_threads)
+        return [self.decode_bytes(ids, skip_special_tokens=skip_special_tokens) for ids in batch]
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """tiktoken's `decode_with_offsets`: (text, the index in text of the first character each token
+        contributes bytes to). Raises UnicodeDecodeError when the ids decode to invalid UTF-8, as
+        tiktoken does."""
+        token_bytes = self.decode_tokens_bytes(tokens)
+        text_len = 0
+        offsets = []
+        for token in token_bytes:
+            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
+            text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
+        return b"".join(token_bytes).decode("utf-8", errors="strict"), offsets
+
     def decode_single_token_bytes(self, token: int) -> bytes:
-        t = int(self._ids_array([token])[0])
+        t = int(self._ids_array([check_int(token, "token")])[0])
         o = self._t.tok_offsets
         return self._t.tok_bytes[o[t]:o[t + 1]].tobytes()
 
@@ -647,8 +743,43 @@ class Encoding:
         return token_pieces(self, ids)
 
     def token_byte_values(self) -> list[bytes]:
-        """The bytes of every ordinary (mergeable) token, in id order."""
-        return sorted(self._model.vocab, key=self._model.vocab.__getitem__)
+        """The bytes of every ordinary (mergeable) token, sorted (as tiktoken returns them)."""
+        if self._sorted_tokens is None:
+            self._sorted_tokens = sorted(self._model.vocab)
+        return list(self._sorted_tokens)
+
+    @property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """Ordinary token bytes -> rank (= id), tiktoken's attribute; the dict the tables were built from
+        (do not modify it)."""
+        return self._model.vocab
+
+    def is_special_token(self, token: int) -> bool:
+        """True for the id of a special token (for tokenizer.json models: of any added token)."""
+        return check_int(token, "token") in self._special_values
+
+    def encode_with_unstable(self, text: str, *, allowed_special: AllowedSpecial = set(),
+                             disallowed_special: DisallowedSpecial = "all") -> tuple[list[int], list[list[int]]]:
+        """tiktoken's `encode_with_unstable`: (stable ids, completions), the stable ids encoding a prefix
+        of `text` and each completion a sequence of ids that the rest could start as. tiktoken returns
+        the completions in no defined order; so do we."""
+        check_text(text)
+        if self._hf is not None:
+            raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        _, _, dmask = self._policy(allowed, disallowed_special)
+        self._check_disallowed(text, text_to_buf(text), dmask)
+        from .kernels.scan import piece_ends
+        from .unstable import encode_with_unstable
+
+        t = self._t
+
+        def split(buf: np.ndarray) -> np.ndarray:
+            return piece_ends(int(t.config[0]), buf, 0, len(buf), t.stage1, t.stage2)
+
+        if self._sorted_tokens is None:
+            self._sorted_tokens = sorted(self._model.vocab)
+        return encode_with_unstable(self, text, allowed, split, self._sorted_tokens)
 
     # ------------------------------------------------------------------ Arrow columns (tltok_jit.arrow)
     def encode_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
@@ -657,8 +788,19 @@ class Encoding:
         """Token ids of every row of an Arrow string/binary column (Array, ChunkedArray, Table column,
         polars Series, pandas Arrow-backed Series) as `list<uint32>` (`large_list<uint32>` past 2**31 - 1
         ids). Null rows stay null; invalid UTF-8 is encoded as `bytes.decode("utf-8", errors)` would
-        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`."""
+        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`.
+
+        A pandas Series (object, `str` / `string[pyarrow]` or ArrowDtype) gives a pandas Series of
+        id lists, None for a null row, with the input's index and name."""
         from . import arrow
+
+        if is_pandas_series(array):
+            from .pandas_io import ids_series
+
+            result = self.encode_arrow(arrow.as_arrow(array), num_threads=num_threads,
+                                       allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                       errors=errors, large_list=large_list)
+            return ids_series(result, array, self._to_list)
 
         if self._hf is not None and self._hf.needs_python:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
@@ -673,8 +815,17 @@ class Encoding:
 
     def count_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
                     disallowed_special: DisallowedSpecial = "all", errors: str = "replace"):
-        """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized."""
+        """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized.
+        A pandas Series gives an `Int64` Series (<NA> for a null row) with the input's index and name."""
         from . import arrow
+
+        if is_pandas_series(array):
+            from .pandas_io import counts_series
+
+            result = self.count_arrow(arrow.as_arrow(array), num_threads=num_threads,
+                                      allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                      errors=errors)
+            return counts_series(result, array)
 
         if self._hf is not None and self._hf.needs_python:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..model import AddedToken, ModelDescription, TokenizerFileError
+from ..patterns import kind_of_pattern
 
 __all__ = ["load_tiktoken_ranks", "read_tiktoken_model"]
 
@@ -322,3 +323,32 @@ def read_tiktoken_model(
         source=src,
         explicit_n_vocab=explicit_n_vocab,
     )
+
+
+def description_from_ranks(name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int],
+                           special_tokens: dict[str, int], explicit_n_vocab: int | None = None,
+                           pattern_kind: str | None = None) -> ModelDescription:
+    """What `tiktoken.Encoding(name, pat_str=..., mergeable_ranks=..., special_tokens=...)` is given,
+    as a ModelDescription (ranks are ids, as in a rank file). Types are checked here; ids and the
+    pattern when the tables are compiled."""
+    where = f"Encoding {name!r}"
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    if not isinstance(pat_str, str):
+        raise TypeError(f"{where}: pat_str must be a str, not {type(pat_str).__name__}")
+    if not isinstance(mergeable_ranks, dict) or not isinstance(special_tokens, dict):
+        bad = "mergeable_ranks" if not isinstance(mergeable_ranks, dict) else "special_tokens"
+        raise TypeError(f"{where}: {bad} must be a dict")
+    for tok, rank in mergeable_ranks.items():
+        if not isinstance(tok, bytes) or isinstance(rank, bool) or not isinstance(rank, int):
+            raise TypeError(f"{where}: mergeable_ranks maps bytes to int ranks; found {tok!r}: {rank!r}")
+    for content, tid in special_tokens.items():
+        if not isinstance(content, str) or not content or isinstance(tid, bool) or not isinstance(tid, int):
+            raise TypeError(f"{where}: special_tokens maps non-empty str to int ids; found {content!r}: {tid!r}")
+    if explicit_n_vocab is not None and len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab:
+        raise TokenizerFileError(f"{where}: explicit_n_vocab={explicit_n_vocab}, but there are "
+                                 f"{len(mergeable_ranks)} ranks and {len(special_tokens)} special tokens")
+    added = [AddedToken(content, tid, special=True) for content, tid in special_tokens.items()]
+    return ModelDescription(name=name, vocab=mergeable_ranks, merges=None, pattern=pat_str, added_tokens=added,
+                            ignore_merges=True, pattern_kind=pattern_kind or kind_of_pattern(pat_str),
+                            source=where, explicit_n_vocab=explicit_n_vocab)
