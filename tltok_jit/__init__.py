@@ -9,6 +9,16 @@ from .model import AddedToken, ModelDescription, TokenizerFileError
 
 __all__ = [
     "AddedToken",
+    "EncodeNotSupportedError",
+    "TokenIdError",
+    "Tokenizer",
+    "TokenizerAssetError",
+    "TokenizerError",
+    "TokenizerSpec",
+    "UnknownTokenizerKindError",
+    "build_tokenizer",
+    "list_tokenizer_kinds",
+    "register_tokenizer",
     "ByteTokenizer",
     "Encoding",
     "ModelDescription",
@@ -82,4 +92,19 @@ def __getattr__(attr: str):
         from . import stream
 
         return getattr(stream, attr)
+    if attr in _TOKENIZER_CONTRACT:
+        from . import tokenizer
+
+        return getattr(tokenizer, attr)
+    if attr in ("build_tokenizer", "list_tokenizer_kinds", "register_tokenizer"):
+        from . import kinds
+
+        return getattr(kinds, attr)
     raise AttributeError(f"module 'tltok_jit' has no attribute {attr!r}")
+
+
+# The tokenizer registry (tltok_jit.tokenizer, tltok_jit.kinds), imported on first use.
+_TOKENIZER_CONTRACT = frozenset({
+    "EncodeNotSupportedError", "TokenIdError", "Tokenizer", "TokenizerAssetError", "TokenizerError",
+    "TokenizerSpec", "UnknownTokenizerKindError",
+})
