@@ -16,7 +16,7 @@ from tltok_jit import (
     register_tokenizer,
 )
 
-BUILTIN = ["symbol_table"]
+BUILTIN = ["huggingface", "symbol_table", "tiktoken"]
 
 
 def test_builtin_kinds_listed():

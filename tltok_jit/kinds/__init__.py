@@ -18,6 +18,8 @@ Factory = Callable[[TokenizerSpec], Tokenizer]
 
 _BUILTIN = {
     "symbol_table": "tltok_jit.kinds.symbol_table:build",
+    "tiktoken": "tltok_jit.kinds.tiktoken_kind:build",
+    "huggingface": "tltok_jit.kinds.huggingface:build",
 }
 
 _FACTORIES: dict[str, Factory | str] = dict(_BUILTIN)
