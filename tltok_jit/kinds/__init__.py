@@ -20,6 +20,7 @@ _BUILTIN = {
     "symbol_table": "tltok_jit.kinds.symbol_table:build",
     "tiktoken": "tltok_jit.kinds.tiktoken_kind:build",
     "huggingface": "tltok_jit.kinds.huggingface:build",
+    "whisper": "tltok_jit.kinds.whisper:build",
 }
 
 _FACTORIES: dict[str, Factory | str] = dict(_BUILTIN)

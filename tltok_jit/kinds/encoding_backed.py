@@ -23,7 +23,8 @@ class EncodingTokenizer(Tokenizer):
     """`Encoding` behind the registry contract; `special_ids` are dropped before decoding."""
 
     def __init__(self, enc: Encoding, special_ids: Iterable[int], *, kind: str, byte_level: bool,
-                 allowed_special: Any = frozenset(), decode_kwargs: dict | None = None):
+                 allowed_special: Any = frozenset(), decode_kwargs: dict | None = None,
+                 empty_ids: Iterable[int] = ()):
         self.encoding = enc
         self.kind = kind
         self.vocab_size = enc.n_vocab
@@ -32,11 +33,15 @@ class EncodingTokenizer(Tokenizer):
         self._byte_level = byte_level
         self._allowed_special = allowed_special
         self._decode_kwargs = decode_kwargs or {}
+        # Ids that render as nothing and that the Encoding does not hold (Whisper's empty rank).
+        self._empty_ids = frozenset(empty_ids)
+        self._dropped = self.special_ids | self._empty_ids
 
-    def _kept(self, ids) -> list[int]:
+    def _kept(self, ids, dropped: frozenset[int] | None = None) -> list[int]:
         ids = self.check_ids(ids)
-        if self.special_ids:
-            ids = [i for i in ids if i not in self.special_ids]
+        dropped = self._dropped if dropped is None else dropped
+        if dropped:
+            ids = [i for i in ids if i not in dropped]
         return ids
 
     def _call(self, fn, *args, **kwargs):
@@ -60,7 +65,7 @@ class EncodingTokenizer(Tokenizer):
         if not self._byte_level:
             return super().token_pieces(ids)
         ids = self.check_ids(ids)
-        keep = [n for n, i in enumerate(ids) if i not in self.special_ids]
+        keep = [n for n, i in enumerate(ids) if i not in self._dropped]
         pieces = [""] * len(ids)
         for n, p in zip(keep, self._call(self.encoding.token_pieces, [ids[n] for n in keep])):
             pieces[n] = p
