@@ -21,6 +21,7 @@ _BUILTIN = {
     "tiktoken": "tltok_jit.kinds.tiktoken_kind:build",
     "huggingface": "tltok_jit.kinds.huggingface:build",
     "whisper": "tltok_jit.kinds.whisper:build",
+    "funasr_char": "tltok_jit.kinds.funasr_char:build",
 }
 
 _FACTORIES: dict[str, Factory | str] = dict(_BUILTIN)
