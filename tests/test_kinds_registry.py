@@ -16,7 +16,7 @@ from tltok_jit import (
     register_tokenizer,
 )
 
-BUILTIN = ["funasr_char", "huggingface", "symbol_table", "tiktoken", "whisper"]
+BUILTIN = ["funasr_char", "huggingface", "sentencepiece", "symbol_table", "tiktoken", "whisper"]
 
 
 def test_builtin_kinds_listed():

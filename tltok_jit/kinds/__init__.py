@@ -22,6 +22,7 @@ _BUILTIN = {
     "huggingface": "tltok_jit.kinds.huggingface:build",
     "whisper": "tltok_jit.kinds.whisper:build",
     "funasr_char": "tltok_jit.kinds.funasr_char:build",
+    "sentencepiece": "tltok_jit.kinds.sentencepiece:build",
 }
 
 _FACTORIES: dict[str, Factory | str] = dict(_BUILTIN)
