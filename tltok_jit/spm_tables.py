@@ -147,6 +147,7 @@ def _bpe_tables(m: SentencePieceModel, pieces_: dict[str, int], reserved: dict[s
         sym_out[n + k] = reserved.get(c, unk_id)
 
     pair_keys, merged, scores, bigrams = [], [], [], set()
+    flags = dict.fromkeys(char_sym, 0)
     for p, pid in pieces_.items():
         if len(p) < 2:
             continue
@@ -159,12 +160,19 @@ def _bpe_tables(m: SentencePieceModel, pieces_: dict[str, int], reserved: dict[s
                 merged.append(pid)
                 scores.append(m.scores[pid])
             bigrams.add((ord(p[k - 1]) << 21) | ord(p[k]))
+            flags[p[k - 1]] |= 1
+            flags[p[k]] |= 2
     pkeys, pindex = _hash(pair_keys)
     bkeys, bindex = _hash(sorted(bigrams))
     chars = list(char_sym)
     ckeys, cindex = _hash([ord(c) for c in chars])
     csym = np.array([char_sym[c] for c in chars], dtype=np.int64)
-    return (ckeys, cindex, csym, sym_out, pkeys, pindex, np.array(merged, dtype=np.int64),
+    cflags = np.array([flags[c] for c in chars], dtype=np.int64)
+    dense = np.full(0x10000, -1, np.int32)
+    for k, c in enumerate(chars):
+        if ord(c) < 0x10000:
+            dense[ord(c)] = k
+    return (dense, ckeys, cindex, csym, cflags, sym_out, pkeys, pindex, np.array(merged, dtype=np.int64),
             np.array(scores, dtype=np.float32), bkeys, bindex)
 
 

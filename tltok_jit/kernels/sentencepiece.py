@@ -265,6 +265,17 @@ def normalize(buf, out, units, repl, ud_keys, ud_index, ud_value, add_dummy_pref
                 is_prev_space = remove_extra and b == SPACE
             pos += 1
             continue
+        if identity and b >= 0xC0:
+            m = one_char_len(b)
+            if pos + m <= end and utf8_cp(buf, pos, end) >= 0:  # a valid character: copied
+                if n + m > cap:
+                    return -1
+                for j in range(m):
+                    out[n + j] = buf[pos + j]
+                n += m
+                is_prev_space = False
+                pos += m
+                continue
         kind, start, length, consumed = _prefix(buf, pos, end, units, repl, ud_keys, ud_index, ud_value)
         k = 0
         if is_prev_space:
@@ -393,14 +404,16 @@ def _maybe_pair(left, right, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl
 
 
 @njit(cache=True)
-def bpe_encode(buf, out, wi, wb, hs, hw, char_keys, char_index, char_sym, sym_out, pkeys, pindex, pmerged, pscore,
-               bkeys, bindex, ud_keys, ud_index, ud_value, unk_id, byte_fallback, byte_ids):
+def bpe_encode(buf, out, wi, wb, hs, hw, char_dense, char_keys, char_index, char_sym, char_flags, sym_out, pkeys,
+               pindex, pmerged, pscore, bkeys, bindex, ud_keys, ud_index, ud_value, unk_id, byte_fallback, byte_ids):
     """bpe::Model::SampleEncode (alpha 0) of normalized UTF-8 `buf`, then the unknown handling;
     writes the ids to `out` (one slot per byte) and returns their number, or -1 when a segment
     is longer than the work space holds (the caller retries with a larger `bpe_workspace`).
 
     The text is cut where no merge can span: between two characters whose pair occurs in no
-    mergeable piece (`bkeys`), and around user-defined symbols. Each segment is merged alone; a
+    mergeable piece (`bkeys`; `char_flags` bit 0 / bit 1: the character starts / ends such a pair at
+    all), and around user-defined symbols. Characters are found in `char_dense` (code points below
+    its size, -1 = absent) or the (char_keys, char_index) hash. Each segment is merged alone; a
     segment's merges never interact with another's, so the result equals merging the whole text.
     Work space (from `bpe_workspace(m)`, m the longest segment in characters): wi int64 (4, m + 1),
     wb bool (2, m + 1), hs float32 (3m + 16), hw int64 (6, 3m + 16)."""
@@ -419,9 +432,11 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_keys, char_index, char_sym, sym_ou
     ha = borrow(hw[3])
     hb = borrow(hw[4])
     heap = borrow(hw[5])
+    char_dense = borrow(char_dense)
     char_keys = borrow(char_keys)
     char_index = borrow(char_index)
     char_sym = borrow(char_sym)
+    char_flags = borrow(char_flags)
     sym_out = borrow(sym_out)
     pkeys = borrow(pkeys)
     pindex = borrow(pindex)
@@ -439,6 +454,8 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_keys, char_index, char_sym, sym_ou
     prev_unk = False
     pos = 0
     prev_cp = -1
+    prev_k = -1
+    prev_flags = 0
     while pos < end:
         # ---- one segment: symbols [0, m)
         m = 0
@@ -449,6 +466,7 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_keys, char_index, char_sym, sym_ou
                 length = trie_longest(ud_keys, ud_index, ud_value, buf, pos, end)
                 is_frozen = length > 0
             cp = -1
+            k = -1
             if not is_frozen:
                 b = buf[pos]
                 if b < 0x80:
@@ -457,7 +475,11 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_keys, char_index, char_sym, sym_ou
                 else:
                     length = min(one_char_len(b), end - pos)
                     cp = utf8_cp(buf, pos, end)
-            if m > 0 and (is_frozen or frozen[m - 1] or cp < 0 or prev_cp < 0
+                if cp >= 0:
+                    k = np.int64(char_dense[cp]) if cp < char_dense.shape[0] else hash_find(char_keys, char_index, cp)
+            flags = char_flags[k] if k >= 0 else 0
+            # a boundary unless the two characters occur side by side in some mergeable piece
+            if m > 0 and (k < 0 or prev_k < 0 or (prev_flags & 1) == 0 or (flags & 2) == 0
                           or hash_find(bkeys, bindex, (prev_cp << 21) | cp) < 0):
                 break
             if m >= seg_cap:
@@ -466,15 +488,20 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_keys, char_index, char_sym, sym_ou
             frozen[m] = is_frozen
             if is_frozen:
                 sym[m] = ud_value[_ud_node(ud_keys, ud_index, buf, pos, length)]
-            elif cp >= 0:
-                k = hash_find(char_keys, char_index, cp)
-                sym[m] = char_sym[k] if k >= 0 else -1
             else:
-                sym[m] = -1
-            prev_cp = cp if not is_frozen else -1
+                sym[m] = char_sym[k] if k >= 0 else -1
+            prev_cp = cp
+            prev_k = k
+            prev_flags = flags
             pos += length
             m += 1
         starts[m] = pos
+        if m == 1:  # nothing to merge
+            s0 = sym[0]
+            pid = unk_id if s0 < 0 else sym_out[s0]
+            n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, starts[0], pos, prev_unk)
+            prev_unk = pid == unk_id
+            continue
         # ---- merge
         for i in range(m):
             prv[i] = i - 1
