@@ -456,10 +456,17 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_dense, char_keys, char_index, char
     prev_cp = -1
     prev_k = -1
     prev_flags = 0
-    while pos < end:
-        # ---- one segment: symbols [0, m)
-        m = 0
-        while pos < end:
+    m = 0
+    is_frozen = False
+    length = 0
+    cp = np.int64(-1)
+    k = np.int64(-1)
+    flags = np.int64(0)
+    while True:
+        # Decode the character at pos once; it either extends the segment or starts the next.
+        at_end = pos >= end
+        boundary = at_end
+        if not at_end:
             is_frozen = False
             length = 0
             if ud_value.shape[0] > 1:
@@ -479,61 +486,76 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_dense, char_keys, char_index, char
                     k = np.int64(char_dense[cp]) if cp < char_dense.shape[0] else hash_find(char_keys, char_index, cp)
             flags = char_flags[k] if k >= 0 else 0
             # a boundary unless the two characters occur side by side in some mergeable piece
-            if m > 0 and (k < 0 or prev_k < 0 or (prev_flags & 1) == 0 or (flags & 2) == 0
-                          or hash_find(bkeys, bindex, (prev_cp << 21) | cp) < 0):
-                break
-            if m >= seg_cap:
-                return -1
+            boundary = m > 0 and (k < 0 or prev_k < 0 or (prev_flags & 1) == 0 or (flags & 2) == 0
+                                  or hash_find(bkeys, bindex, (prev_cp << 21) | cp) < 0)
+        if boundary and m > 0:
             starts[m] = pos
-            frozen[m] = is_frozen
-            if is_frozen:
-                sym[m] = ud_value[_ud_node(ud_keys, ud_index, buf, pos, length)]
-            else:
-                sym[m] = char_sym[k] if k >= 0 else -1
-            prev_cp = cp
-            prev_k = k
-            prev_flags = flags
-            pos += length
-            m += 1
+            packed = _merge_emit(m, out, n_out, prev_unk, starts, sym, frozen, prv, nxt, alive, hs, hl, hr, hm,
+                                 ha, hb, heap, pkeys, pindex, pmerged, pscore, sym_out, unk_id, byte_fallback,
+                                 byte_ids, buf)
+            n_out = packed >> 1
+            prev_unk = (packed & 1) == 1
+            m = 0
+        if at_end:
+            break
+        if m >= seg_cap:
+            return -1
         starts[m] = pos
-        if m == 1:  # nothing to merge
-            s0 = sym[0]
-            pid = unk_id if s0 < 0 else sym_out[s0]
-            n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, starts[0], pos, prev_unk)
-            prev_unk = pid == unk_id
-            continue
-        # ---- merge
-        for i in range(m):
-            prv[i] = i - 1
-            nxt[i] = i + 1 if i + 1 < m else -1
-            alive[i] = True
-        hn = 0
-        ne = 0
-        for i in range(1, m):
-            hn, ne = _maybe_pair(i - 1, i, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl, hr, hm, ha, hb, heap, hn, ne)
-        while hn > 0:
-            e, hn = _heap_pop(heap, hn, hs, hl)
-            left = hl[e]
-            right = hr[e]
-            if not alive[left] or not alive[right] or nxt[left] != right or sym[left] != ha[e] or sym[right] != hb[e]:
-                continue
-            sym[left] = hm[e]
-            alive[right] = False
-            nxt[left] = nxt[right]
-            if nxt[right] >= 0:
-                prv[nxt[right]] = left
-            hn, ne = _maybe_pair(prv[left], left, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl, hr, hm, ha, hb, heap, hn, ne)
-            hn, ne = _maybe_pair(left, nxt[left], sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl, hr, hm, ha, hb, heap, hn, ne)
-        # ---- output
-        i = 0 if m > 0 else -1
-        while i >= 0:
-            stop = starts[nxt[i]] if nxt[i] >= 0 else starts[m]
-            s = sym[i]
-            pid = unk_id if s < 0 else sym_out[s]
-            n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, starts[i], stop, prev_unk)
-            prev_unk = pid == unk_id
-            i = nxt[i]
+        frozen[m] = is_frozen
+        if is_frozen:
+            sym[m] = ud_value[_ud_node(ud_keys, ud_index, buf, pos, length)]
+        else:
+            sym[m] = char_sym[k] if k >= 0 else -1
+        prev_cp = cp
+        prev_k = k
+        prev_flags = flags
+        pos += length
+        m += 1
     return n_out
+
+
+@njit(inline="always")
+def _merge_emit(m, out, n_out, prev_unk, starts, sym, frozen, prv, nxt, alive, hs, hl, hr, hm, ha, hb, heap, pkeys,
+                pindex, pmerged, pscore, sym_out, unk_id, byte_fallback, byte_ids, buf):
+    """Merge the segment's m symbols and write their ids; returns n_out * 2 + (last piece unknown)."""
+    if m == 1:  # nothing to merge
+        s0 = sym[0]
+        pid = unk_id if s0 < 0 else sym_out[s0]
+        n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, starts[0], starts[1], prev_unk)
+        prev_unk = pid == unk_id
+        return n_out * 2 + (1 if prev_unk else 0)
+    # ---- merge
+    for i in range(m):
+        prv[i] = i - 1
+        nxt[i] = i + 1 if i + 1 < m else -1
+        alive[i] = True
+    hn = 0
+    ne = 0
+    for i in range(1, m):
+        hn, ne = _maybe_pair(i - 1, i, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl, hr, hm, ha, hb, heap, hn, ne)
+    while hn > 0:
+        e, hn = _heap_pop(heap, hn, hs, hl)
+        left = hl[e]
+        right = hr[e]
+        if not alive[left] or not alive[right] or nxt[left] != right or sym[left] != ha[e] or sym[right] != hb[e]:
+            continue
+        sym[left] = hm[e]
+        alive[right] = False
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prv[nxt[right]] = left
+        hn, ne = _maybe_pair(prv[left], left, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl, hr, hm, ha, hb, heap, hn, ne)
+        hn, ne = _maybe_pair(left, nxt[left], sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl, hr, hm, ha, hb, heap, hn, ne)
+    # ---- output
+    i = 0 if m > 0 else -1
+    while i >= 0:
+        stop = starts[nxt[i]] if nxt[i] >= 0 else starts[m]
+        s = sym[i]
+        pid = unk_id if s < 0 else sym_out[s]
+        n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, starts[i], stop, prev_unk)
+        prev_unk = pid == unk_id
+        i = nxt[i]
+    return n_out * 2 + (1 if prev_unk else 0)
 
 
 def bpe_workspace(m: int):

@@ -74,6 +74,9 @@ class SentencePieceTokenizer(Tokenizer):
         self._remove_extra = m.normalizer.remove_extra_whitespaces
         self._int_objects = None
         self._local = threading.local()  # per-thread BPE work space
+        n_spec = m.normalizer
+        self._plain_escape = (not n_spec.precompiled_charsmap and not n_spec.remove_extra_whitespaces
+                              and n_spec.escape_whitespaces and not any(t == USER_DEFINED for t in m.types))
 
     # ------------------------------------------------------------------ encode
     def normalize(self, text: str) -> str:
@@ -83,6 +86,12 @@ class SentencePieceTokenizer(Tokenizer):
     def _normalize(self, text: str) -> np.ndarray:
         t = self.tables
         n_spec = self.model.normalizer
+        if self._plain_escape and text and not text.isascii():
+            # No rules, no user-defined symbols, no whitespace removal: the normalized text is the
+            # text with ' ' escaped (after the dummy prefix), which str.replace builds ~3x faster
+            # than the kernel's character loop for non-ASCII text (the kernel wins on ASCII).
+            prefix = "\u2581" if n_spec.add_dummy_prefix else ""
+            return np.frombuffer((prefix + text.replace(" ", "\u2581")).encode("utf-8"), dtype=np.uint8)
         buf = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
         cap = 3 * len(buf) + 16  # a space becomes three bytes; charsmap rules may need more: retry
         while True:
