@@ -404,7 +404,7 @@ def _maybe_pair(left, right, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl
 
 
 @njit(cache=True)
-def bpe_encode(buf, out, wi, wb, hs, hw, char_dense, char_keys, char_index, char_sym, char_flags, sym_out, pkeys,
+def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, char_keys, char_index, char_sym, char_flags, sym_out, pkeys,
                pindex, pmerged, pscore, bkeys, bindex, ud_keys, ud_index, ud_value, unk_id, byte_fallback, byte_ids):
     """bpe::Model::SampleEncode (alpha 0) of normalized UTF-8 `buf`, then the unknown handling;
     writes the ids to `out` (one slot per byte) and returns their number, or -1 when a segment
@@ -416,7 +416,10 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_dense, char_keys, char_index, char
     its size, -1 = absent) or the (char_keys, char_index) hash. Each segment is merged alone; a
     segment's merges never interact with another's, so the result equals merging the whole text.
     Work space (from `bpe_workspace(m)`, m the longest segment in characters): wi int64 (4, m + 1),
-    wb bool (2, m + 1), hs float32 (3m + 16), hw int64 (6, 3m + 16)."""
+    wb bool (2, m + 1), hs float32 (3m + 16), hw int64 (6, 3m + 16), and the segment cache
+    (ck, cbytes, cids, cfill) that `bpe_cache` makes: a merged segment of a few bytes is looked up
+    there before merging (words repeat), and added after (unless it holds an unknown piece, whose id
+    depends on the piece before)."""
     buf = borrow(buf)
     out = borrow(out)
     starts = borrow(wi[0])
@@ -432,6 +435,10 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_dense, char_keys, char_index, char
     ha = borrow(hw[3])
     hb = borrow(hw[4])
     heap = borrow(hw[5])
+    ck = borrow(ck)
+    cbytes = borrow(cbytes)
+    cids = borrow(cids)
+    cfill = borrow(cfill)
     char_dense = borrow(char_dense)
     char_keys = borrow(char_keys)
     char_index = borrow(char_index)
@@ -490,12 +497,30 @@ def bpe_encode(buf, out, wi, wb, hs, hw, char_dense, char_keys, char_index, char
                                   or hash_find(bkeys, bindex, (prev_cp << 21) | cp) < 0)
         if boundary and m > 0:
             starts[m] = pos
-            packed = _merge_emit(m, out, n_out, prev_unk, starts, sym, frozen, prv, nxt, alive, hs, hl, hr, hm,
-                                 ha, hb, heap, pkeys, pindex, pmerged, pscore, sym_out, unk_id, byte_fallback,
-                                 byte_ids, buf)
-            n_out = packed >> 1
-            prev_unk = (packed & 1) == 1
-            m = 0
+            seg0 = starts[0]
+            seg_len = pos - seg0
+            slot = -1
+            h = np.uint64(0)
+            if m > 1 and seg_len <= _CACHE_MAX_BYTES:
+                h = _fnv(buf, seg0, pos)
+                slot = _cache_slot(ck, cbytes, buf, seg0, seg_len, h)
+                if ck[slot, 0] != 0:  # a hit: the segment's ids as merged before
+                    i0 = ck[slot, 3]
+                    for j in range(ck[slot, 4]):
+                        out[n_out + j] = cids[i0 + j]
+                    n_out += ck[slot, 4]
+                    prev_unk = False
+                    m = 0
+            if m > 0:
+                first = n_out
+                packed = _merge_emit(m, out, n_out, prev_unk, starts, sym, frozen, prv, nxt, alive, hs, hl, hr,
+                                     hm, ha, hb, heap, pkeys, pindex, pmerged, pscore, sym_out, unk_id,
+                                     byte_fallback, byte_ids, buf)
+                n_out = packed >> 1
+                prev_unk = (packed & 1) == 1
+                if slot >= 0:
+                    _cache_put(ck, cbytes, cids, cfill, slot, h, buf, seg0, seg_len, out, first, n_out, unk_id)
+                m = 0
         if at_end:
             break
         if m >= seg_cap:
@@ -556,6 +581,70 @@ def _merge_emit(m, out, n_out, prev_unk, starts, sym, frozen, prv, nxt, alive, h
         prev_unk = pid == unk_id
         i = nxt[i]
     return n_out * 2 + (1 if prev_unk else 0)
+
+
+_CACHE_MAX_BYTES = 48
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+@njit(inline="always")
+def _fnv(buf, start, stop):
+    h = _FNV_OFFSET
+    for j in range(start, stop):
+        h = (h ^ np.uint64(buf[j])) * _FNV_PRIME
+    return h | np.uint64(1)  # never 0: 0 marks an empty slot
+
+
+@njit(inline="always")
+def _cache_slot(ck, cbytes, buf, start, n, h):
+    """The slot holding the segment buf[start:start+n], or the empty slot where it would go."""
+    mask = ck.shape[0] - 1
+    s = np.int64(h >> np.uint64(40)) & mask
+    hi = np.int64(h >> np.uint64(1))
+    while True:
+        if ck[s, 0] == 0:
+            return s
+        if ck[s, 0] == hi and ck[s, 2] == n:
+            b0 = ck[s, 1]
+            same = True
+            for j in range(n):
+                if cbytes[b0 + j] != buf[start + j]:
+                    same = False
+                    break
+            if same:
+                return s
+        s = (s + 1) & mask
+
+
+@njit(inline="always")
+def _cache_put(ck, cbytes, cids, cfill, slot, h, buf, start, n, out, first, stop, unk_id):
+    n_ids = stop - first
+    if cfill[0] * 2 >= ck.shape[0] or cfill[1] + n > cbytes.shape[0] or cfill[2] + n_ids > cids.shape[0]:
+        return  # full: later segments are merged every time
+    for j in range(first, stop):
+        if out[j] == unk_id:
+            return
+    b0 = cfill[1]
+    i0 = cfill[2]
+    for j in range(n):
+        cbytes[b0 + j] = buf[start + j]
+    for j in range(n_ids):
+        cids[i0 + j] = out[first + j]
+    ck[slot, 0] = np.int64(h >> np.uint64(1))
+    ck[slot, 1] = b0
+    ck[slot, 2] = n
+    ck[slot, 3] = i0
+    ck[slot, 4] = n_ids
+    cfill[0] += 1
+    cfill[1] += n
+    cfill[2] += n_ids
+
+
+def bpe_cache(slots: int = 1 << 16):
+    """An empty segment cache for `bpe_encode` (kept across calls: the model's merges never change)."""
+    return (np.zeros((slots, 5), np.int64), np.empty(slots * 16, np.uint8), np.empty(slots * 8, np.int64),
+            np.zeros(3, np.int64))
 
 
 def bpe_workspace(m: int):

@@ -113,7 +113,8 @@ class SentencePieceTokenizer(Tokenizer):
                 work = getattr(self._local, "bpe_work", None)
                 if work is None:
                     work = self._local.bpe_work = K.bpe_workspace(1024)
-                k = K.bpe_encode(norm, out, *work, *t.bpe, *t.user_trie, t.unk_id, self.model.byte_fallback,
+                    self._local.bpe_cache = K.bpe_cache()
+                k = K.bpe_encode(norm, out, *work, *self._local.bpe_cache, *t.bpe, *t.user_trie, t.unk_id, self.model.byte_fallback,
                                  t.byte_ids)
                 if k >= 0:
                     break
