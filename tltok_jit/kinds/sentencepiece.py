@@ -24,6 +24,7 @@ import numpy as np
 from ..kernels import sentencepiece as K
 from ..loaders.sentencepiece_model import BPE, BYTE, CONTROL, UNKNOWN, USER_DEFINED, read_sentencepiece_model
 from ..spm_tables import SentencePieceTables, build_tables
+from ..stream import incomplete_tail_start
 from ..tokenizer import FFFD, TokenIdError, Tokenizer, TokenizerAssetError, TokenizerSpec
 from .symbol_table import SPECIAL_NAMES
 
@@ -186,6 +187,44 @@ class SentencePieceTokenizer(Tokenizer):
         if byte_start < len(ids):
             self._byte_surfaces(bytes(piece_bytes[j] for j in ids[byte_start:]), out, byte_start)
         return out
+
+    def _render_run(self, run: list[int]) -> str:
+        out = [""] * len(run)
+        self._byte_surfaces(bytes(run), out, 0)
+        return "".join(out)
+
+    def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
+        """O(new ids): SentencePiece's decode is a left-to-right pass whose state is three flags and
+        the pending run of byte pieces. A pending run's incomplete last character is held back."""
+        types = self.model.types
+        piece_bytes = self.tables.piece_bytes
+        committed = state.get("_committed", "")
+        run = state.get("_run", [])
+        is_bos_ws, bos_ws_seen, has_text = state.get("_flags", (True, False, False))
+        parts = [committed]
+        for i in self._kept(new_ids):
+            if types[i] == BYTE:
+                run.append(piece_bytes[i])
+                continue
+            if run:
+                parts.append(self._render_run(run))
+                run = []
+                has_text = True
+            if bos_ws_seen or has_text:
+                is_bos_ws = False
+            text, bos_ws_seen = self._piece_text(i, is_bos_ws)
+            parts.append(text)
+            has_text = has_text or bool(text)
+        committed = "".join(parts)
+        cut = len(run) if final else incomplete_tail_start(bytes(run))
+        settled = committed + self._render_run(run[:cut]) if cut else committed
+        emitted = state.get("_emitted", 0)
+        state["_committed"] = committed
+        state["_run"] = run
+        state["_flags"] = (is_bos_ws, bos_ws_seen, has_text)
+        state["_emitted"] = len(settled)
+        state["text"] = committed + self._render_run(run) if run else committed
+        return settled[emitted:]
 
     def _kept(self, ids) -> list[int]:
         ids = self.check_ids(ids)
