@@ -241,3 +241,25 @@ def test_incremental_contract(shared_pair, ids, cuts):
 def test_pieces_contract(shared_pair, ids):
     check_pieces(shared_pair("llama2")[0], ids)
     check_pieces(shared_pair("botchan_en_bpe_1000")[0], [i % 1000 for i in ids])
+
+
+# The kernels against the pure-Python reference (tests/spm_reference.py), model by model.
+_REFERENCES: dict = {}
+
+
+def reference_for(tok):
+    from spm_reference import Reference
+
+    if id(tok) not in _REFERENCES:
+        _REFERENCES[id(tok)] = (tok, Reference(tok.model))
+    return _REFERENCES[id(tok)][1]
+
+
+@SETTINGS
+@given(text=text_st)
+def test_kernels_equal_python_reference(shared_pair, trained_pair, text):
+    for name in SHARED_MODELS + [TRAINED[1], TRAINED[5], TRAINED[6]]:
+        tok = shared_pair(name)[0] if isinstance(name, str) else trained_pair(name)[0]
+        ref = reference_for(tok)
+        assert tok._normalize(text).tobytes() == ref.normalize(text), (name, text)
+        assert tok.encode(text) == ref.encode(text), (name, text)
