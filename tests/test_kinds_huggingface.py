@@ -120,3 +120,15 @@ def test_incremental_contract_llama3(pair, ids, cuts):
 @given(ids=llama3_ids)
 def test_pieces_contract_llama3(pair, ids):
     check_pieces(pair("llama3")[0], ids)
+
+
+def test_incremental_window_stays_bounded(pair):
+    tok, oracle = pair("llama3")
+    ids = tok.encode("The quick brown fox jumps over the lazy dog, 你好 😀. " * 40)
+    state, deltas, longest = {}, [], 0
+    for i in ids:
+        deltas.append(tok.decode_incremental([i], state))
+        longest = max(longest, len(state["_win"]))
+        assert state["text"] == oracle.decode(ids[:len(deltas)], skip_special_tokens=True)
+    assert "".join(deltas) == tok.decode(ids)
+    assert longest <= tok.primer_len + 4  # a split emoji holds at most 4 ids back

@@ -35,6 +35,7 @@ __all__ = [
     "TokenizerError",
     "TokenizerSpec",
     "UnknownTokenizerKindError",
+    "WindowedIncremental",
     "as_id_list",
     "common_prefix",
 ]
@@ -184,3 +185,44 @@ class Tokenizer(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} kind={self.kind!r} vocab_size={self.vocab_size}>"
+
+
+class WindowedIncremental:
+    """`decode_incremental` over a bounded window of recent ids (mixed into a Tokenizer).
+
+    The window is a primer of the last `primer_len` settled ids plus the ids not settled yet; a
+    step decodes the window and takes what follows the primer's text, so a partial costs the same at
+    any transcript length. The primer carries the rules that depend on what came before (a leading
+    space stripped once, a byte run in progress). The kind's `unsettled_count` and a trailing
+    U+FFFD hold text back as in the default; `state["text"]` is the emitted text plus the window's
+    unsettled rest."""
+
+    primer_len = 4
+
+    def decode_incremental(self, new_ids, state: dict, *, final: bool = False) -> str:
+        new = self.check_ids(new_ids)
+        win = state.get("_win", []) + new
+        read = state.get("_read", 0)
+        done = state.get("_done", "")      # the text emitted so far
+        shown = state.get("_shown", 0)     # how much of the window's text after the primer is in `done`
+        primer_text = self.decode(win[:read])
+        text = self.decode(win)[len(primer_text):]
+        if final:
+            settled = text
+        else:
+            k = min(self.unsettled_count(win), len(win) - read)
+            settled = text if k == 0 else common_prefix(self.decode(win[:len(win) - k])[len(primer_text):], text)
+            settled = settled.rstrip(FFFD)
+        delta = settled[shown:]
+        done += delta
+        state["text"] = done + text[len(settled):]
+        if len(settled) == len(text):  # all settled: the window shrinks to a primer
+            state["_win"] = win[-self.primer_len:]
+            state["_read"] = len(state["_win"])
+            state["_shown"] = 0
+        else:
+            state["_win"] = win
+            state["_read"] = read
+            state["_shown"] = len(settled)
+        state["_done"] = done
+        return delta

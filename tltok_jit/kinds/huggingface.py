@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..encoding import Encoding
 from ..loaders.hf_json import read_hf_json
 from ..model import TokenizerFileError
-from ..tokenizer import TokenizerAssetError, TokenizerSpec
+from ..tokenizer import TokenizerAssetError, TokenizerSpec, WindowedIncremental
 from .encoding_backed import EncodingTokenizer
 
 __all__ = ["HuggingFaceTokenizer", "build"]
@@ -25,8 +25,9 @@ __all__ = ["HuggingFaceTokenizer", "build"]
 _BYTE_PIECE = re.compile(rb"<0x[0-9A-F]{2}>")
 
 
-class HuggingFaceTokenizer(EncodingTokenizer):
-    """tokenizer.json behind the contract; streaming re-renders (its decoder chain is not piece-local)."""
+class HuggingFaceTokenizer(WindowedIncremental, EncodingTokenizer):
+    """tokenizer.json behind the contract; streaming decodes a window of recent ids (its decoder
+    chain is not piece-local, so it cannot append token bytes)."""
 
     def __init__(self, enc: Encoding, special_ids, byte_ids: frozenset[int], *, add_special_tokens: bool):
         super().__init__(enc, special_ids, kind="huggingface", byte_level=False, allowed_special="all")
