@@ -10,6 +10,16 @@ from .model_names import encoding_name_for_model
 
 __all__ = [
     "AddedToken",
+    "EncodeNotSupportedError",
+    "TokenIdError",
+    "Tokenizer",
+    "TokenizerAssetError",
+    "TokenizerError",
+    "TokenizerSpec",
+    "UnknownTokenizerKindError",
+    "build_tokenizer",
+    "list_tokenizer_kinds",
+    "register_tokenizer",
     "ByteTokenizer",
     "Encoding",
     "ModelDescription",
@@ -97,4 +107,19 @@ def __getattr__(attr: str):
         from . import stream
 
         return getattr(stream, attr)
+    if attr in _TOKENIZER_CONTRACT:
+        from . import tokenizer
+
+        return getattr(tokenizer, attr)
+    if attr in ("build_tokenizer", "list_tokenizer_kinds", "register_tokenizer"):
+        from . import kinds
+
+        return getattr(kinds, attr)
     raise AttributeError(f"module 'tltok_jit' has no attribute {attr!r}")
+
+
+# The tokenizer registry (tltok_jit.tokenizer, tltok_jit.kinds), imported on first use.
+_TOKENIZER_CONTRACT = frozenset({
+    "EncodeNotSupportedError", "TokenIdError", "Tokenizer", "TokenizerAssetError", "TokenizerError",
+    "TokenizerSpec", "UnknownTokenizerKindError",
+})
