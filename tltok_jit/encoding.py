@@ -27,7 +27,13 @@ from .tables import compile_model
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 
-# numba's default (workqueue) threading layer must not be entered by two threads at once.
+# A fork-safe threading layer unless the user chose one: with GNU OpenMP (numba's pick where it is
+# installed), a process that forks after a parallel call kills its children ("fork() called from a
+# process already using GNU OpenMP"), which breaks multiprocessing pools and `datasets.map(num_proc=)`.
+# numba takes it from its config at the first parallel call; "forksafe" picks tbb if installed, else
+# the workqueue layer, which must not be entered by two threads at once (hence the lock).
+if not os.environ.get("NUMBA_THREADING_LAYER") and numba.config.THREADING_LAYER == "default":
+    numba.config.THREADING_LAYER = "forksafe"
 _PARALLEL_LOCK = threading.Lock()
 
 
