@@ -47,9 +47,9 @@ def test_encode_batch_names_the_item(pair):
     with pytest.raises(TypeError):
         oracle.encode_batch(["a", b"b"])
     for method in ("encode_batch", "encode_ordinary_batch"):
-        with pytest.raises(TypeError, match=r"texts\[1\] must be a str, not bytes"):
+        with pytest.raises(TypeError, match=r"texts\[1\] \(batch item 1\) must be a str, not bytes"):
             getattr(enc, method)(["a", b"b"])
-        with pytest.raises(TypeError, match=r"texts\[2\] must be a str, not NoneType"):
+        with pytest.raises(TypeError, match=r"texts\[2\] \(batch item 2\) must be a str, not NoneType"):
             getattr(enc, method)(["a", "b", None])
 
 

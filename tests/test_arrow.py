@@ -275,9 +275,9 @@ def test_pandas_arrow_dtype(o200k):
     pd = pytest.importorskip("pandas", reason="pandas not installed (test extra)")
     ref, enc = o200k
     s = pd.Series(TEXTS, dtype=pd.ArrowDtype(pa.large_string()))
-    _assert_rows(enc.encode_arrow(s).to_pylist(), _expected(ref, TEXTS))
+    _assert_rows(enc.encode_arrow(s).tolist(), _expected(ref, TEXTS))  # pandas in, pandas out
     s2 = pd.Series(TEXTS, dtype="string[pyarrow]")
-    _assert_rows(enc.encode_arrow(s2).to_pylist(), _expected(ref, TEXTS))
+    _assert_rows(enc.encode_arrow(s2).tolist(), _expected(ref, TEXTS))
 
 
 def test_polars_series(o200k):

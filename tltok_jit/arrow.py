@@ -17,7 +17,8 @@ a slice of one data buffer). `dictionary<..., string-like>` encodes the dictiona
 A `ChunkedArray` is processed chunk by chunk and returned chunked the same way; a sliced array (non-zero
 offset) is read through its offset. A polars Series (its Arrow C stream: string_view, zero-copy), a
 pandas Series backed by Arrow (`ArrowDtype`, `string[pyarrow]`), anything with `__arrow_c_stream__` /
-`__arrow_c_array__`, and plain Python lists are accepted.
+`__arrow_c_array__`, and plain Python lists are accepted (`Encoding.encode_arrow` / `count_arrow`
+return a pandas Series for a pandas Series: `tltok_jit.pandas_io`).
 
 A null row stays null (its offsets may point at bytes: they are never read).
 

@@ -169,7 +169,8 @@ class Encoding:
 
             model = description_from_ranks(name, pat_str=pat_str, mergeable_ranks=mergeable_ranks,
                                            special_tokens=special_tokens, explicit_n_vocab=explicit_n_vocab)
-            _recipe = _recipe or ("ranks", name, pat_str, mergeable_ranks, tuple(sorted(special_tokens.items())),
+            # items in their order: tokens sharing an id decode as the first (o200k_harmony)
+            _recipe = _recipe or ("ranks", name, pat_str, mergeable_ranks, tuple(special_tokens.items()),
                                   explicit_n_vocab)
         self._setup(model, None, _recipe or ("description", model, use_cache), use_cache)
 
@@ -347,7 +348,7 @@ class Encoding:
         kind = pattern_kind or kind_of_pattern(pattern)
         model = read_tiktoken_model(path, name=name, pattern=pattern, special_tokens=special_tokens,
                                     pattern_kind=kind, explicit_n_vocab=explicit_n_vocab)
-        specials = tuple(sorted(special_tokens.items()))
+        specials = tuple(special_tokens.items())
         return cls(model, _recipe=("tiktoken_file", abspath(path), pattern, specials, name, pattern_kind,
                                    explicit_n_vocab))
 
@@ -589,7 +590,7 @@ class Encoding:
             joined = "".join(texts)
         except TypeError:
             bad = next(i for i, t in enumerate(texts) if not isinstance(t, str))
-            check_text(texts[bad], f"texts[{bad}]")
+            check_text(texts[bad], f"texts[{bad}] (batch item {bad})")
             raise
         if len(texts) > 1 and (joined.isascii() or len(joined) >= _KERNEL_UTF8_MIN):
             offsets = np.zeros(len(texts) + 1, dtype=np.int64)

@@ -9,8 +9,8 @@ A recipe is a tuple naming the constructor and its arguments:
   ("ranks", name, pat_str, mergeable_ranks, specials, n)       Encoding(name, pat_str=..., ...)
   ("description", model, use_cache)                            Encoding(ModelDescription)
 
-Paths are absolute and mappings are given as sorted tuples of items (or as the very dict they were
-built from), so pickling one encoding twice gives the same bytes. `rebuild` keeps one Encoding per
+Paths are absolute and mappings are tuples of their items in order (or the very dict the encoding
+was built from), so pickling one encoding twice gives the same bytes. `rebuild` keeps one Encoding per
 recipe per process: a worker that unpickles the same encoding for every task builds its tables once.
 """
 
