@@ -26,6 +26,7 @@ from .kernels.scan import (
     PAT_TEKKEN,
     PAT_WHOLE,
 )
+from . import table_cache
 from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
 from .unicode import class_tables
@@ -177,7 +178,22 @@ def _build_trie(contents: list[bytes]):
 
 
 def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compiled:
-    """Validate `model` and lay it out as flat arrays."""
+    """Validate `model` and lay it out as flat arrays (loaded from the table cache when this model
+    was compiled before by this code, see table_cache)."""
+    key = None
+    if table_cache.enabled():
+        key = table_cache.fingerprint(model, use_cache)
+        hit = table_cache.load(key, _on_huge_pages)
+        if hit is not None:
+            tables, valid, n_vocab, uversion = hit
+            return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)
+    compiled = _compile_model(model, use_cache)
+    if key is not None:
+        table_cache.save(key, compiled.tables, compiled.valid, compiled.n_vocab, compiled.unicode_version)
+    return compiled
+
+
+def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
     where = model.source or model.name
     if model.pattern_kind not in PATTERN_KINDS:
         raise TokenizerFileError(
