@@ -661,12 +661,27 @@ _EMPTY_I32 = np.zeros(4, dtype=np.int32)
 _EMPTY_I32.flags.writeable = False
 
 
+def _read_only_view(a: np.ndarray) -> np.ndarray:
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 class _Source:
     """The numpy views of one text array that the kernels read."""
 
     __slots__ = ("n", "layout", "bufs", "views", "off", "vbits", "voff", "has_nulls", "array")
 
     def __init__(self, arr: pa.Array):
+        self._read(arr)
+        # one argument type per layout for the kernels: int64 offsets and read-only arrays (string,
+        # large_string and view arrays compiled three variants of every column kernel before)
+        self.off = _read_only_view(self.off.astype(np.int64, copy=False))
+        self.views = _read_only_view(self.views)
+
+    def _read(self, arr: pa.Array) -> None:
         t = arr.type
         n = len(arr)
         self.n = n

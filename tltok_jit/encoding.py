@@ -15,6 +15,7 @@ import numpy as np
 from . import interim, warm
 from .args import check_int, check_text, check_threads, token_id_array
 from .kernels import encode as K
+from .kernels import handle as KH
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8, str_utf8_rows
@@ -46,6 +47,7 @@ def text_to_utf8(text: str) -> bytes:
 
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
+_SPLIT_MIN = 1 << 20  # characters: from here one text is split over the cores by default
 _KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
 
 
@@ -102,18 +104,16 @@ def raise_disallowed_special_token(token: str):
     )
 
 
-# The compiled encode_text for the one argument-type signature this module ever passes, called
-# without the dispatcher: resolving the types of the table tuples costs ~7 us a call, more than
-# encoding a short string.
-_ENCODE_TEXT_ENTRY: list = [None]
+# The compiled encode_text_at for the one argument-type signature this module ever passes, called
+# without the dispatcher (resolving the argument types costs more than encoding a short string).
+_ENCODE_AT_ENTRY: list = [None]
+_ASCII_AT_ENTRY: list = [None]
 
 
-def _encode_text_entry(args):
-    sig = tuple(numba.typeof(a) for a in args)
-    cres = K.encode_text.overloads.get(sig)
-    if cres is not None:
-        _ENCODE_TEXT_ENTRY[0] = cres.entry_point
-    return _ENCODE_TEXT_ENTRY[0]
+def _entry_point(dispatcher, args):
+    """The compiled function of `dispatcher` for the types of `args` (None if not compiled)."""
+    cres = dispatcher.overloads.get(tuple(numba.typeof(a) for a in args))
+    return None if cres is None else cres.entry_point
 
 
 def _no_lone_surrogates(text: str) -> str:
@@ -131,6 +131,13 @@ def _string_finder(strings: frozenset):
     import regex
 
     return regex.compile("|".join(regex.escape(s) for s in sorted(strings, key=len, reverse=True)))
+
+
+@functools.lru_cache(maxsize=16)
+def _char_finder(chars: str):
+    import re
+
+    return re.compile("[" + re.escape(chars) + "]")
 
 
 def resolve_threads(num_threads: int) -> int:
@@ -203,6 +210,7 @@ class Encoding:
         self._no_added.flags.writeable = False  # one array type for every call: one compilation
         self._masks: dict[frozenset, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None  # token_byte_values(), built on first use
+        self._default_policy = None
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
@@ -255,8 +263,7 @@ class Encoding:
     def _interim_ids(self, text: str, allowed_special: AllowedSpecial,
                      disallowed_special: DisallowedSpecial) -> list[int]:
         """encode() by the Python encoder, with tiktoken's special-token rules."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        check_text(text)
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         disallowed = (self.special_tokens_set - allowed) if disallowed_special == "all" else set(disallowed_special)
         if disallowed:
@@ -407,6 +414,14 @@ class Encoding:
 
     def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial):
         """(allowed mask, any allowed, disallowed mask or None), with tiktoken's defaults."""
+        if not allowed_special and disallowed_special == "all":  # the defaults: built once
+            p = self._default_policy
+            if p is None:
+                p = self._default_policy = self._make_policy(set(), "all")
+            return p
+        return self._make_policy(allowed_special, disallowed_special)
+
+    def _make_policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial):
         if allowed_special == "all":
             allowed = self.special_tokens_set
         else:
@@ -430,13 +445,35 @@ class Encoding:
         if disallowed is None:
             return
         if isinstance(disallowed, np.ndarray):
-            if not disallowed.any():
+            # (a mask from _policy always has a token set)
+            if text is not None and not self._may_hold_added(text):
                 return
+            if buf is None:
+                buf = text_to_buf(text)
             pos, idx = K.find_added(buf, 0, len(buf), self._t, disallowed)
             if pos >= 0:
                 raise_disallowed_special_token(self._compiled.added[idx].content)
         elif (m := disallowed.search(text)) is not None:
             raise_disallowed_special_token(m.group())
+
+    @functools.cached_property
+    def _added_first_chars(self) -> str | None:
+        """The first characters of the added tokens; None when one starts with U+FFFD (a lone
+        surrogate in the text becomes U+FFFD before matching, so the text itself would not tell)."""
+        firsts = {t[0] for t in self._special_tokens}
+        return None if "\ufffd" in firsts else "".join(sorted(firsts))
+
+    def _may_hold_added(self, text: str) -> bool:
+        """False when `text` cannot contain an added token (none of their first characters is in
+        it): the common case, decided without calling a kernel."""
+        firsts = self._added_first_chars
+        if firsts is None:
+            return True
+        if len(firsts) == 1:
+            return firsts in text
+        if len(firsts) <= 8:
+            return any(c in text for c in firsts)
+        return _char_finder(firsts).search(text) is not None
 
     # ------------------------------------------------------------------ scratch state
     def _serial_state(self):
@@ -447,14 +484,37 @@ class Encoding:
         return st
 
     # ------------------------------------------------------------------ encoding one text
+    def _serial_handle(self):
+        """(this thread's kernels.handle address array, its merge scratch row)."""
+        hs = getattr(self._local, "handle", None)
+        if hs is None:
+            cache, work = self._serial_state()
+            hs = (KH.handle_of(self._t, cache), work[0])
+            self._local.handle = hs
+        return hs
+
+    def _encode_text(self, text: str, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
+        if not text.isascii():  # O(1): CPython keeps the flag
+            return self._encode_buf(text_to_buf(text), amask, any_allowed)
+        out = np.empty(len(text), dtype=np.uint32)
+        h, vals = self._serial_handle()
+        entry = _ASCII_AT_ENTRY[0]
+        if entry is None:
+            n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
+            _ASCII_AT_ENTRY[0] = _entry_point(KH.encode_ascii_at, (text, h, amask, any_allowed, out, vals))
+        else:
+            n = entry(text, h, amask, any_allowed, out, vals)
+        out.resize(n, refcheck=False)
+        return out
+
     def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
         out = np.empty(len(buf), dtype=np.uint32)
-        cache, work = self._serial_state()
-        args = (buf, self._t, amask, any_allowed, out, cache, 0, work[0])
-        entry = _ENCODE_TEXT_ENTRY[0]
+        h, vals = self._serial_handle()
+        args = (buf, h, amask, any_allowed, out, vals)
+        entry = _ENCODE_AT_ENTRY[0]
         if entry is None:
-            n = K.encode_text(*args)
-            entry = _encode_text_entry(args)
+            n = KH.encode_text_at(*args)
+            _ENCODE_AT_ENTRY[0] = _entry_point(KH.encode_text_at, args)
         else:
             n = entry(*args)
         out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
@@ -462,8 +522,11 @@ class Encoding:
 
     def encode_to_numpy(self, text: str, *, allowed_special: AllowedSpecial = set(),
                         disallowed_special: DisallowedSpecial = "all",
-                        add_special_tokens: bool = False) -> np.ndarray:
-        """Token ids as a uint32 numpy array (no Python int per token)."""
+                        add_special_tokens: bool = False, num_threads: int | None = None) -> np.ndarray:
+        """Token ids as a uint32 numpy array (no Python int per token).
+
+        num_threads: None = one thread below 1 MB of text, every core above; 0 = every core; the
+        ids never depend on it (a long text is cut where no piece of the split pattern can cross)."""
         check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, allowed_special, disallowed_special), dtype=np.uint32)
@@ -472,12 +535,33 @@ class Encoding:
             data = text_to_utf8(text)
             self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), dmask)
             return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
-        buf = text_to_buf(text)
-        self._check_disallowed(text, buf, dmask)
-        return self._encode_buf(buf, amask, any_allowed)
+        self._check_disallowed(text, None, dmask)
+        if num_threads != 1 and len(text) >= _SPLIT_MIN:
+            ids = self._encode_split(text, allowed_special, num_threads)
+            if ids is not None:
+                return ids
+        return self._encode_text(text, amask, any_allowed)
+
+    def _encode_split(self, text: str, allowed_special: AllowedSpecial, num_threads: int | None):
+        """One long text on several cores: the Arrow column path cuts it into blocks at positions no
+        pretoken crosses (arrow.find_cuts' rules) and encodes them in parallel; None for one core or
+        a split pattern without such cuts."""
+        num_threads = check_threads(num_threads)
+        threads = resolve_threads(0 if num_threads is None else num_threads)
+        if threads < 2 or self._hf is not None:
+            return None
+        import pyarrow as pa
+
+        from . import arrow
+
+        col = pa.array([text_to_utf8(text)], type=pa.large_binary())
+        res = arrow.encode_arrow(self, col, num_threads=threads, allowed_special=allowed_special,
+                                 disallowed_special=(), large_list=True)
+        return np.array(res.values.to_numpy(zero_copy_only=False), dtype=np.uint32)
 
     def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
-               disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False) -> list[int]:
+               disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False,
+               num_threads: int | None = None) -> list[int]:
         """tiktoken's `encode`: special tokens in `allowed_special` become their ids; any other special
         token found in the text raises ValueError unless `disallowed_special` excludes it.
 
@@ -492,13 +576,25 @@ class Encoding:
             return self._interim_ids(text, allowed_special, disallowed_special)
         return self._to_list(self.encode_to_numpy(text, allowed_special=allowed_special,
                                                   disallowed_special=disallowed_special,
-                                                  add_special_tokens=add_special_tokens))
+                                                  add_special_tokens=add_special_tokens, num_threads=num_threads))
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of `text` with special tokens treated as plain text."""
+    def count(self, text: str, *, allowed_special: AllowedSpecial = set(),
+              disallowed_special: DisallowedSpecial = "all") -> int:
+        """`len(encode(text, ...))` without building the list.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.count("hello world")
+        2
+        """
+        if self._serve_interim("single"):
+            return len(self._interim_ids(text, allowed_special, disallowed_special))
+        return len(self.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special))
+
+    def encode_ordinary(self, text: str, *, num_threads: int | None = None) -> list[int]:
+        """Ids of `text` with special tokens treated as plain text (num_threads: see encode_to_numpy)."""
         if self._serve_interim("single"):
             return self._interim_ids(text, (), ())
-        return self._to_list(self.encode_ordinary_to_numpy(text))
+        return self._to_list(self.encode_ordinary_to_numpy(text, num_threads=num_threads))
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
         """ids.tolist(), faster for long outputs: a list of prebuilt int objects (one per vocabulary
@@ -510,13 +606,17 @@ class Encoding:
             objs = self._int_objects = IntObjects(self.n_vocab)
         return objs.to_list(ids)
 
-    def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
+    def encode_ordinary_to_numpy(self, text: str, *, num_threads: int | None = None) -> np.ndarray:
         check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
         if self._hf is not None:
             return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
-        return self._encode_buf(text_to_buf(text), self._no_added, False)
+        if num_threads != 1 and len(text) >= _SPLIT_MIN:
+            ids = self._encode_split(text, (), num_threads)
+            if ids is not None:
+                return ids
+        return self._encode_text(text, self._no_added, False)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (special tokens included); KeyError otherwise."""
