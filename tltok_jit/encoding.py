@@ -536,6 +536,8 @@ class Encoding:
             self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), dmask)
             return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
         self._check_disallowed(text, None, dmask)
+        if num_threads is not None:
+            num_threads = check_threads(num_threads)
         if num_threads != 1 and len(text) >= _SPLIT_MIN:
             ids = self._encode_split(text, allowed_special, num_threads)
             if ids is not None:
@@ -612,6 +614,8 @@ class Encoding:
             return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
         if self._hf is not None:
             return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
+        if num_threads is not None:
+            num_threads = check_threads(num_threads)
         if num_threads != 1 and len(text) >= _SPLIT_MIN:
             ids = self._encode_split(text, (), num_threads)
             if ids is not None:
