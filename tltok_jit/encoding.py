@@ -632,6 +632,11 @@ class Encoding:
             data = bytes(text_or_bytes)
         else:
             raise TypeError(f"text_or_bytes must be a str or bytes, not {type(text_or_bytes).__name__}")
+        if self._serve_interim("single"):
+            t = self._interim.ranks.get(data)
+            if t is None:
+                raise KeyError(data)
+            return t
         from .kernels.hashing import token_id_of_bytes
 
         t = token_id_of_bytes(self._t, data)
@@ -830,11 +835,15 @@ class Encoding:
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         t = int(self._ids_array([check_int(token, "token")])[0])
+        if self._serve_interim("single"):
+            return self._interim.by_id[t]
         o = self._t.tok_offsets
         return self._t.tok_bytes[o[t]:o[t + 1]].tobytes()
 
     def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
         ids = self._ids_array(tokens)
+        if self._serve_interim("single"):
+            return [self._interim.by_id[t] for t in ids.tolist()]
         o = self._t.tok_offsets
         b = self._t.tok_bytes
         return [b[o[t]:o[t + 1]].tobytes() for t in ids.tolist()]
