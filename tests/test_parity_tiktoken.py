@@ -140,12 +140,18 @@ class Mismatches:
             )
 
 
+def _builtin_name(e: BaseException) -> str:
+    """The name of the built-in class an exception is (ours subclass ValueError / KeyError with
+    a named type, e.g. DisallowedSpecialTokenError; tiktoken raises the built-in)."""
+    return next(c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins")
+
+
 def outcome(fn):
-    """('ok', ids) or ('raise', exception type name, message)."""
+    """('ok', ids) or ('raise', built-in exception type name, message)."""
     try:
         r = fn()
     except Exception as e:  # noqa: BLE001
-        return ("raise", type(e).__name__, str(e))
+        return ("raise", _builtin_name(e), str(e))
     if isinstance(r, np.ndarray):
         return ("ok", _as_ids(r))
     if r and isinstance(r[0], (list, np.ndarray)):
@@ -603,7 +609,7 @@ def outcome_str(fn):
     try:
         return ("ok", fn())
     except Exception as e:  # noqa: BLE001
-        return ("raise", type(e).__name__)
+        return ("raise", _builtin_name(e))
 
 
 def _bad_ids(ref):
