@@ -523,6 +523,18 @@ def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, ch
                 m = 0
         if at_end:
             break
+        if m == 0 and not is_frozen and (k < 0 or flags == 0):
+            # a character that occurs in no pair of any piece (or in no piece) is a segment of its
+            # own: its id, or its bytes' ids, directly
+            s0 = char_sym[k] if k >= 0 else -1
+            pid = unk_id if s0 < 0 else sym_out[s0]
+            n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, pos, pos + length, prev_unk)
+            prev_unk = pid == unk_id
+            prev_cp = cp
+            prev_k = k
+            prev_flags = flags
+            pos += length
+            continue
         if m >= seg_cap:
             return -1
         starts[m] = pos
