@@ -528,8 +528,14 @@ def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, ch
             # own: its id, or its bytes' ids, directly
             s0 = char_sym[k] if k >= 0 else -1
             pid = unk_id if s0 < 0 else sym_out[s0]
-            n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, pos, pos + length, prev_unk)
-            prev_unk = pid == unk_id
+            if pid != unk_id:
+                out[n_out] = pid
+                n_out += 1
+                prev_unk = False
+            else:
+                n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, pos, pos + length,
+                                    prev_unk)
+                prev_unk = True
             prev_cp = cp
             prev_k = k
             prev_flags = flags
