@@ -279,3 +279,26 @@ def test_decode_vectors_botchan_without_specials(shared_path, ids, text):
     path = shared_path("tokenizers/sentencepiece/botchan_en_bpe_1000.model")
     tok = build_tokenizer(TokenizerSpec("sentencepiece", {"model": path}, {"special_ids": []}))
     assert tok.decode(ids) == text
+
+
+def test_corrupted_models_raise_or_work(shared_path, tmp_path):
+    # Flipped bytes: either a named error at load, or a model that encodes and decodes without crashing.
+    data = bytearray(shared_path("tokenizers/sentencepiece/botchan_en_bpe_1000.model").read_bytes())
+    rnd = random.Random(11)
+    outcomes = set()
+    for n in range(60):
+        bad = bytearray(data)
+        for _ in range(3):
+            bad[rnd.randrange(len(bad))] = rnd.randrange(256)
+        p = tmp_path / f"flip{n}.model"
+        p.write_bytes(bytes(bad))
+        try:
+            tok = build_tokenizer(TokenizerSpec("sentencepiece", {"model": p}))
+        except TokenizerAssetError:
+            outcomes.add("refused")
+            continue
+        ids = tok.encode("Hello  world, ｈｅｌｌｏ ① 你好 😀")
+        assert all(0 <= i < tok.vocab_size for i in ids)
+        tok.decode(ids)
+        outcomes.add("loaded")
+    assert outcomes == {"refused", "loaded"}

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..kernels import sentencepiece as K
-from ..loaders.sentencepiece_model import BPE, BYTE, CONTROL, UNKNOWN, USER_DEFINED, read_sentencepiece_model
+from ..loaders.sentencepiece_model import BYTE, CONTROL, UNKNOWN, USER_DEFINED, read_sentencepiece_model
 from ..spm_tables import SentencePieceTables, build_tables
 from ..stream import incomplete_tail_start
 from ..tokenizer import FFFD, TokenIdError, Tokenizer, TokenizerAssetError, TokenizerSpec
