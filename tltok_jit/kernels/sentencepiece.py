@@ -405,7 +405,8 @@ def _maybe_pair(left, right, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl
 
 @njit(cache=True)
 def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, char_keys, char_index, char_sym, char_flags, sym_out, pkeys,
-               pindex, pmerged, pscore, bkeys, bindex, ud_keys, ud_index, ud_value, unk_id, byte_fallback, byte_ids):
+               pindex, pmerged, pscore, bkeys, bindex, ud_keys, ud_index, ud_value, unk_id, byte_fallback, byte_ids,
+               valid_utf8):
     """bpe::Model::SampleEncode (alpha 0) of normalized UTF-8 `buf`, then the unknown handling;
     writes the ids to `out` (one slot per byte) and returns their number, or -1 when a segment
     is longer than the work space holds (the caller retries with a larger `bpe_workspace`).
@@ -419,7 +420,9 @@ def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, ch
     wb bool (2, m + 1), hs float32 (3m + 16), hw int64 (6, 3m + 16), and the segment cache
     (ck, cbytes, cids, cfill) that `bpe_cache` makes: a merged segment of a few bytes is looked up
     there before merging (words repeat), and added after (unless it holds an unknown piece, whose id
-    depends on the piece before)."""
+    depends on the piece before). `valid_utf8`: `buf` is known to be valid UTF-8 (a normalizer
+    without a charsmap only copies the text's own characters), so code points are read unchecked.
+    Continuation bytes in the middle of such text cannot occur."""
     buf = borrow(buf)
     out = borrow(out)
     starts = borrow(wi[0])
@@ -486,6 +489,16 @@ def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, ch
                 if b < 0x80:
                     length = 1
                     cp = np.int64(b)
+                elif valid_utf8:  # (the caller knows) every lead byte has its continuation bytes
+                    length = one_char_len(b)
+                    if b < 0xE0:
+                        cp = ((np.int64(b) & 0x1F) << 6) | (np.int64(buf[pos + 1]) & 0x3F)
+                    elif b < 0xF0:
+                        cp = (((np.int64(b) & 0x0F) << 12) | ((np.int64(buf[pos + 1]) & 0x3F) << 6)
+                              | (np.int64(buf[pos + 2]) & 0x3F))
+                    else:
+                        cp = (((np.int64(b) & 0x07) << 18) | ((np.int64(buf[pos + 1]) & 0x3F) << 12)
+                              | ((np.int64(buf[pos + 2]) & 0x3F) << 6) | (np.int64(buf[pos + 3]) & 0x3F))
                 else:
                     length = min(one_char_len(b), end - pos)
                     cp = utf8_cp(buf, pos, end)
