@@ -172,3 +172,24 @@ def test_mode_sensitive_vocabulary_revision(odd_tok):
 def test_incremental_contract_odd_tokens(odd_tok, ids, cuts):
     check_incremental(odd_tok, ids, cuts)
     assert odd_tok.decode(ids) == funasr_oracle()([ODD_TOKENS[i] for i in ids if i not in odd_tok.special_ids])[0]
+
+
+@pytest.mark.parametrize("words, cuts", [
+    (["hel@@", "<blank>", "<blank>", "<blank>", "<blank>", "lo"], [5]),    # specials alone settle nothing
+    (["hel@@", "<blank>", "<blank>", "<blank>", "你", "lo", "<blank>"], [5]),  # "hel" waits across "你": 你hello
+])
+def test_incremental_pending_piece_survives_the_window(tok, words, cuts):
+    ids = [TOKENS.index(w) for w in words]
+    check_incremental(tok, ids, cuts)
+
+
+def test_incremental_window_stays_bounded(tok):
+    words = ["你", "好", "hel@@", "lo", "world", "，", "a", "b", "c", "的", "ok", "。"] * 60
+    ids = [TOKENS.index(w) if w in TOKENS else TOKENS.index("<unk>") for w in words]
+    state, deltas, longest = {}, [], 0
+    for i in ids:
+        deltas.append(tok.decode_incremental([i], state))
+        longest = max(longest, len(state["_win"]))
+    deltas.append(tok.decode_incremental([], state, final=True))
+    assert "".join(deltas) == tok.decode(ids) == state["text"]
+    assert longest <= tok.primer_len + 6

@@ -263,3 +263,42 @@ def test_kernels_equal_python_reference(shared_pair, trained_pair, text):
         ref = reference_for(tok)
         assert tok._normalize(text).tobytes() == ref.normalize(text), (name, text)
         assert tok.encode(text) == ref.encode(text), (name, text)
+
+
+def test_token_pieces_are_sentencepiece_surfaces(shared_pair):
+    # sentencepiece's decode offsets for these ids: [(0,0),(0,6),(6,6),(6,6),(6,6),(6,7),(7,13)]
+    tok, _ = shared_pair("llama2")
+    ids = [29871, 15043, 243, 162, 155, 131, 3186]
+    assert tok.token_pieces(ids) == ["", " Hello", "", "", "", "😀", " world"]
+    assert tok.token_pieces([243, 162]) == ["\ufffd", "\ufffd"]  # one U+FFFD per invalid byte, as decode
+
+
+@pytest.mark.parametrize("ids, text", [([931, 931, 285], "He"), ([285, 931, 931, 178], "He   wor"),
+                                       ([0, 285], " \u2047  He")])
+def test_decode_vectors_botchan_without_specials(shared_path, ids, text):
+    path = shared_path("tokenizers/sentencepiece/botchan_en_bpe_1000.model")
+    tok = build_tokenizer(TokenizerSpec("sentencepiece", {"model": path}, {"special_ids": []}))
+    assert tok.decode(ids) == text
+
+
+def test_corrupted_models_raise_or_work(shared_path, tmp_path):
+    # Flipped bytes: either a named error at load, or a model that encodes and decodes without crashing.
+    data = bytearray(shared_path("tokenizers/sentencepiece/botchan_en_bpe_1000.model").read_bytes())
+    rnd = random.Random(11)
+    outcomes = set()
+    for n in range(60):
+        bad = bytearray(data)
+        for _ in range(3):
+            bad[rnd.randrange(len(bad))] = rnd.randrange(256)
+        p = tmp_path / f"flip{n}.model"
+        p.write_bytes(bytes(bad))
+        try:
+            tok = build_tokenizer(TokenizerSpec("sentencepiece", {"model": p}))
+        except TokenizerAssetError:
+            outcomes.add("refused")
+            continue
+        ids = tok.encode("Hello  world, ｈｅｌｌｏ ① 你好 😀")
+        assert all(0 <= i < tok.vocab_size for i in ids)
+        tok.decode(ids)
+        outcomes.add("loaded")
+    assert outcomes == {"refused", "loaded"}

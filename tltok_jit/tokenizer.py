@@ -199,6 +199,11 @@ class WindowedIncremental:
 
     primer_len = 4
 
+    def window_can_restart(self, ids) -> bool:
+        """Whether the ids before the last `primer_len` of the (settled) window `ids` can be
+        forgotten: the kind's rendering of what follows depends on nothing before the primer."""
+        return True
+
     def decode_incremental(self, new_ids, state: dict, *, final: bool = False) -> str:
         new = self.check_ids(new_ids)
         win = state.get("_win", []) + new
@@ -207,6 +212,7 @@ class WindowedIncremental:
         shown = state.get("_shown", 0)     # how much of the window's text after the primer is in `done`
         primer_text = self.decode(win[:read])
         text = self.decode(win)[len(primer_text):]
+        k = 0
         if final:
             settled = text
         else:
@@ -216,7 +222,8 @@ class WindowedIncremental:
         delta = settled[shown:]
         done += delta
         state["text"] = done + text[len(settled):]
-        if len(settled) == len(text):  # all settled: the window shrinks to a primer
+        if k == 0 and len(settled) == len(text) and self.window_can_restart(win):
+            # all settled: the window shrinks to a primer
             state["_win"] = win[-self.primer_len:]
             state["_read"] = len(state["_win"])
             state["_shown"] = 0

@@ -405,7 +405,8 @@ def _maybe_pair(left, right, sym, frozen, pkeys, pindex, pmerged, pscore, hs, hl
 
 @njit(cache=True)
 def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, char_keys, char_index, char_sym, char_flags, sym_out, pkeys,
-               pindex, pmerged, pscore, bkeys, bindex, ud_keys, ud_index, ud_value, unk_id, byte_fallback, byte_ids):
+               pindex, pmerged, pscore, bkeys, bindex, ud_keys, ud_index, ud_value, unk_id, byte_fallback, byte_ids,
+               valid_utf8):
     """bpe::Model::SampleEncode (alpha 0) of normalized UTF-8 `buf`, then the unknown handling;
     writes the ids to `out` (one slot per byte) and returns their number, or -1 when a segment
     is longer than the work space holds (the caller retries with a larger `bpe_workspace`).
@@ -419,7 +420,9 @@ def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, ch
     wb bool (2, m + 1), hs float32 (3m + 16), hw int64 (6, 3m + 16), and the segment cache
     (ck, cbytes, cids, cfill) that `bpe_cache` makes: a merged segment of a few bytes is looked up
     there before merging (words repeat), and added after (unless it holds an unknown piece, whose id
-    depends on the piece before)."""
+    depends on the piece before). `valid_utf8`: `buf` is known to be valid UTF-8 (a normalizer
+    without a charsmap only copies the text's own characters), so code points are read unchecked.
+    Continuation bytes in the middle of such text cannot occur."""
     buf = borrow(buf)
     out = borrow(out)
     starts = borrow(wi[0])
@@ -486,6 +489,16 @@ def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, ch
                 if b < 0x80:
                     length = 1
                     cp = np.int64(b)
+                elif valid_utf8:  # (the caller knows) every lead byte has its continuation bytes
+                    length = one_char_len(b)
+                    if b < 0xE0:
+                        cp = ((np.int64(b) & 0x1F) << 6) | (np.int64(buf[pos + 1]) & 0x3F)
+                    elif b < 0xF0:
+                        cp = (((np.int64(b) & 0x0F) << 12) | ((np.int64(buf[pos + 1]) & 0x3F) << 6)
+                              | (np.int64(buf[pos + 2]) & 0x3F))
+                    else:
+                        cp = (((np.int64(b) & 0x07) << 18) | ((np.int64(buf[pos + 1]) & 0x3F) << 12)
+                              | ((np.int64(buf[pos + 2]) & 0x3F) << 6) | (np.int64(buf[pos + 3]) & 0x3F))
                 else:
                     length = min(one_char_len(b), end - pos)
                     cp = utf8_cp(buf, pos, end)
@@ -523,6 +536,24 @@ def bpe_encode(buf, out, wi, wb, hs, hw, ck, cbytes, cids, cfill, char_dense, ch
                 m = 0
         if at_end:
             break
+        if m == 0 and not is_frozen and (k < 0 or flags == 0):
+            # a character that occurs in no pair of any piece (or in no piece) is a segment of its
+            # own: its id, or its bytes' ids, directly
+            s0 = char_sym[k] if k >= 0 else -1
+            pid = unk_id if s0 < 0 else sym_out[s0]
+            if pid != unk_id:
+                out[n_out] = pid
+                n_out += 1
+                prev_unk = False
+            else:
+                n_out = _emit_piece(out, n_out, pid, unk_id, byte_fallback, byte_ids, buf, pos, pos + length,
+                                    prev_unk)
+                prev_unk = True
+            prev_cp = cp
+            prev_k = k
+            prev_flags = flags
+            pos += length
+            continue
         if m >= seg_cap:
             return -1
         starts[m] = pos

@@ -18,7 +18,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from ..tokenizer import TokenIdError, Tokenizer, TokenizerAssetError, TokenizerError, TokenizerSpec
+from ..tokenizer import (
+    TokenIdError,
+    Tokenizer,
+    TokenizerAssetError,
+    TokenizerError,
+    TokenizerSpec,
+    WindowedIncremental,
+)
 from .funasr_postprocess import is_all_alpha, is_all_chinese, sentence_postprocess
 
 __all__ = ["FunASRCharTokenizer", "build", "read_tokens_json"]
@@ -52,8 +59,13 @@ def _is_cjk(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fff"
 
 
-class FunASRCharTokenizer(Tokenizer):
-    """tokens.json behind the contract; see the module docstring for both directions."""
+class FunASRCharTokenizer(WindowedIncremental, Tokenizer):
+    """tokens.json behind the contract; see the module docstring for both directions.
+
+    Streaming decodes a window: the window shrinks only after a settled token (a Chinese token or an
+    English word of two or more letters, which fixes whether an English word was last and leaves no
+    abbreviation open) and with no "@@" piece still pending (a Chinese token does not end one: its
+    letters join the next English word)."""
 
     kind = "funasr_char"
 
@@ -74,6 +86,7 @@ class FunASRCharTokenizer(Tokenizer):
         self._maybe_revised = [
             "@@" in t or (len(t) == 1 and t.encode("utf-8").isalpha()) or not (is_all_chinese(t) or is_all_alpha(t))
             for t in self.tokens]
+        self._alpha_word = ["@@" not in t and not is_all_chinese(t) and is_all_alpha(t) for t in self.tokens]
         # sentence_postprocess picks its mode (all Chinese / all alphabetic / mixed) from the whole
         # list after deleting spaces and the washed names inside tokens; a token changed by that
         # deletion renders differently per mode, so a later token can revise any earlier one and
@@ -101,6 +114,16 @@ class FunASRCharTokenizer(Tokenizer):
                 break
             n += 1
         return n
+
+    def window_can_restart(self, ids) -> bool:
+        for i in reversed(ids):
+            if i in self.special_ids:
+                continue
+            if "@@" in self.tokens[i]:
+                return False
+            if self._alpha_word[i]:
+                return True  # an English word takes every pending piece
+        return True  # no piece since the window last restarted, when none was pending
 
     # ------------------------------------------------------------------ encode
     def _unk(self, text: str) -> int:

@@ -1,8 +1,9 @@
 """FunASR's `sentence_postprocess` (funasr/utils/postprocess_utils.py, funasr 1.4.16), without timestamps.
 
 A line-for-line port: the odd parts are FunASR's and kept on purpose, e.g. `isChinese` compares whole
-strings (so digits and "@" count as Chinese), a pending "@@" piece is dropped when a Chinese token
-follows, and runs of single ASCII letters separated by word breaks are joined and upper-cased.
+strings (so digits and "@" count as Chinese), a pending "@@" piece waits across Chinese tokens for
+the next English word (["hel@@", "你", "lo"] -> "你hello") and is lost at the end, and runs of single
+ASCII letters separated by word breaks are joined and upper-cased.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..kernels import sentencepiece as K
-from ..loaders.sentencepiece_model import BPE, BYTE, CONTROL, UNKNOWN, USER_DEFINED, read_sentencepiece_model
+from ..loaders.sentencepiece_model import BYTE, CONTROL, UNKNOWN, USER_DEFINED, read_sentencepiece_model
 from ..spm_tables import SentencePieceTables, build_tables
 from ..stream import incomplete_tail_start
 from ..tokenizer import FFFD, TokenIdError, Tokenizer, TokenizerAssetError, TokenizerSpec
@@ -76,6 +76,9 @@ class SentencePieceTokenizer(Tokenizer):
         self._int_objects = None
         self._local = threading.local()  # per-thread BPE work space
         n_spec = m.normalizer
+        # Without a charsmap the normalized text holds only the input's characters, U+2581 and
+        # U+FFFD: valid UTF-8 (a charsmap's replacement strings come from the file, unchecked).
+        self._valid_normalized = not n_spec.precompiled_charsmap
         self._plain_escape = (not n_spec.precompiled_charsmap and not n_spec.remove_extra_whitespaces
                               and n_spec.escape_whitespaces and not any(t == USER_DEFINED for t in m.types))
 
@@ -115,8 +118,8 @@ class SentencePieceTokenizer(Tokenizer):
                 if work is None:
                     work = self._local.bpe_work = K.bpe_workspace(1024)
                     self._local.bpe_cache = K.bpe_cache()
-                k = K.bpe_encode(norm, out, *work, *self._local.bpe_cache, *t.bpe, *t.user_trie, t.unk_id, self.model.byte_fallback,
-                                 t.byte_ids)
+                k = K.bpe_encode(norm, out, *work, *self._local.bpe_cache, *t.bpe, *t.user_trie, t.unk_id,
+                                 self.model.byte_fallback, t.byte_ids, self._valid_normalized)
                 if k >= 0:
                     break
                 # a segment longer than the work space: grow it (per thread, kept for later calls)
