@@ -32,7 +32,7 @@ from tltok_jit.loaders.hf_json import (
 )
 from tltok_jit.model import TokenizerFileError
 
-from conftest import SHARED, get_shared_path, has_shared_file  # noqa: E402
+from conftest import SHARED, get_shared_path, has_shared_file, missing_reason  # noqa: E402
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -71,7 +71,7 @@ def test_tokenizer_file_present(name):
 def _corpus(rel: str) -> str:
     p = CORPORA / rel
     if not p.exists():
-        pytest.skip(f"shared corpus missing: {p}")
+        pytest.skip(missing_reason(p))
     return p.read_text(encoding="utf-8")
 
 
@@ -123,7 +123,7 @@ def test_udhr_parity(name):
     enc, hf = pair(name)
     files = sorted(glob.glob(str(CORPORA / "udhr" / "*.txt")))
     if not files:
-        pytest.skip(f"shared corpus missing: {CORPORA / 'udhr'}")
+        pytest.skip(missing_reason(CORPORA / 'udhr'))
     texts = [open(f, encoding="utf-8").read()[:3000] for f in files]
     theirs = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
     for f, t, ids in zip(files, texts, theirs):
@@ -148,7 +148,7 @@ def test_whole_corpus_parity(name, corpus):
     if corpus == "udhr":
         files = sorted(glob.glob(str(CORPORA / "udhr" / "*.txt")))
         if not files:
-            pytest.skip(f"shared corpus missing: {CORPORA / 'udhr'}")
+            pytest.skip(missing_reason(CORPORA / 'udhr'))
         text = "\n".join(open(f, encoding="utf-8").read() for f in files)
     else:
         text = _corpus(corpus)
