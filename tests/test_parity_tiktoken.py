@@ -473,7 +473,8 @@ def test_disallowed_special_error_message(pair):
             ref.encode(text)
         with pytest.raises(ValueError) as got:
             enc.encode(text)
-        assert type(got.value) is ValueError
+        assert type(got.value).__mro__[1] is ValueError  # DisallowedSpecialTokenError, a ValueError
+        assert got.value.token == tok
         assert str(got.value) == str(want.value)
 
 
