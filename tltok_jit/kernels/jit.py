@@ -141,6 +141,9 @@ def readonly(typingctx, arr):
     sig = arr.copy(readonly=True)(arr)
 
     def codegen(context, builder, signature, args):
+        # the result is a new reference to the same array: numba releases it when it dies
+        if context.enable_nrt:
+            context.nrt.incref(builder, signature.args[0], args[0])
         return args[0]
 
     return sig, codegen
