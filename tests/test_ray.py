@@ -92,3 +92,17 @@ def test_batch_errors_name_the_column(ours):
         tray.resolve_encoding(42)
     with pytest.raises(FileNotFoundError, match="nope.json"):
         tray.resolve_encoding("nope.json")
+
+
+@pytest.mark.parametrize("rel", ["tokenizers/gpt2/tokenizer.json", "tokenizers/tiktoken/r50k_base.tiktoken"])
+def test_batch_from_tokenizer_file(shared_path, rel):
+    import tltok_jit
+
+    path = shared_path(rel)
+    ref = tltok_jit.from_file(path) if path.suffix == ".json" else \
+        tltok_jit.Encoding.from_tiktoken_file(path, name=path.stem)
+    texts = pa.array(TEXTS, pa.string())
+    out = tray.TokenizeBatch(encoding=str(path))(pa.table({"text": texts, "k": list(range(len(TEXTS)))}))
+    assert out.column_names == ["text", "k", "tokens"]
+    assert out.column("tokens").to_pylist() == ref.encode_arrow(texts, disallowed_special=()).to_pylist()
+    assert out.column("tokens").to_pylist()[1] is None and out.column("tokens").to_pylist()[0]
