@@ -4,7 +4,7 @@ One job: start bench/worker.py with a clean, explicit environment and a
 timeout, and return its JSON result (or an error/timeout record).
 
 Environment of every worker:
-  RAYON_NUM_THREADS=N, FASTOKENS_BPE_THREADS=N, NUMBA_NUM_THREADS=N,
+  RAYON_NUM_THREADS=N, FASTOKENS_BPE_THREADS=N, NUMBA_NUM_THREADS=N, TLTOK_COMPILE=foreground,
   TOKENIZERS_PARALLELISM=true (HF obeys RAYON_NUM_THREADS),
   TIKTOKEN_CACHE_DIR="" (no tiktoken cache), TLTOK_DATA=<shared>/tokenizers
   (unless already set), FASTOKENS_INPUT_CACHE / FASTOKENS_SEGMENT_CACHE unset
@@ -37,6 +37,9 @@ def worker_env(threads: int) -> dict[str, str]:
         TOKENIZERS_PARALLELISM="true",
         TIKTOKEN_CACHE_DIR="",
         PYTHONUNBUFFERED="1",
+        # time the kernels, never the Python encoder that answers while they compile (the warm-up
+        # before the timed call compiles or loads them); bench/cold_start.py times first use
+        TLTOK_COMPILE="foreground",
     )
     env.setdefault("TLTOK_DATA", str(tokenizers_dir()))
     for k in ("FASTOKENS_INPUT_CACHE", "FASTOKENS_SEGMENT_CACHE"):

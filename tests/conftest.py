@@ -4,9 +4,15 @@ Data location: env `TLTOK_SHARED`, else `<repo>/../shared`. `TLTOK_DATA` is set 
 folder when unset (that is how `tltok_jit.get_encoding` finds the rank files), and
 `TIKTOKEN_CACHE_DIR=""` so tiktoken never writes (or reads) a download cache.
 
+Without the shared folder, the files that have a committed stand-in with the same bytes are taken from
+it: the tokenizer files copied into `fixtures/` (GPT-2, SmolLM2) and the rank files embedded in the
+package (r50k_base, cl100k_base, o200k_base; written once per session to a temporary folder, laid out as
+`tokenizers/tiktoken/<file>`). Everything else skips, naming the file and README.md's section on it.
+
 Session fixtures (all return callables, cached for the session):
 
-  shared_path(rel) -> Path        skips, with the full path in the reason, when the file is missing
+  shared_path(rel) -> Path        the shared file, else its committed stand-in; skips, with the full path
+                                  in the reason, when neither exists
   tiktoken_oracle(name) -> tiktoken.Encoding
                                   r50k_base / gpt2 / p50k_base / cl100k_base / o200k_base, built offline
                                   from the local rank files; pat_str and special tokens are taken from
@@ -19,15 +25,21 @@ Session fixtures (all return callables, cached for the session):
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
-import types
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from golden import tiktoken_params, write_embedded_rank_file  # noqa: F401  (tiktoken_params: re-exported)
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("TLTOK_SHARED") or (REPO.parent / "shared")).resolve()
+FIXTURES = REPO / "fixtures"
+README_SECTION = "README.md, section 'Test data (../shared)'"
 
 if "TLTOK_DATA" not in os.environ and (SHARED / "tokenizers").is_dir():
     os.environ["TLTOK_DATA"] = str(SHARED / "tokenizers")
@@ -35,6 +47,7 @@ os.environ["TIKTOKEN_CACHE_DIR"] = ""
 # Test the kernels, not the Python encoder that answers while a background worker compiles them
 # (tests/test_interim.py and tests/test_cold_start.py test that path on purpose).
 os.environ.setdefault("TLTOK_COMPILE", "foreground")
+SESSION_TLTOK_DATA = os.environ.get("TLTOK_DATA", "")  # as the session started (tests monkeypatch it)
 
 # Encoding name -> rank file (relative to the shared folder).
 TIKTOKEN_FILES = {
@@ -44,6 +57,16 @@ TIKTOKEN_FILES = {
     "cl100k_base": "tokenizers/tiktoken/cl100k_base.tiktoken",
     "o200k_base": "tokenizers/tiktoken/o200k_base.tiktoken",
 }
+
+# Shared files with a committed copy of the same bytes in fixtures/.
+FIXTURE_COPIES = {
+    "tokenizers/gpt2/vocab.json": FIXTURES / "gpt2" / "vocab.json",
+    "tokenizers/gpt2/merges.txt": FIXTURES / "gpt2" / "merges.txt",
+    "tokenizers/gpt2/tokenizer.json": FIXTURES / "gpt2" / "tokenizer.json",
+    "tokenizers/smollm2/tokenizer.json": FIXTURES / "smollm2" / "tokenizer.json",
+}
+# Shared rank files the package embeds (tltok_jit/data/), by stem.
+EMBEDDED_RANK_FILES = {f"tokenizers/tiktoken/{s}.tiktoken": s for s in ("r50k_base", "cl100k_base", "o200k_base")}
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,37 +101,70 @@ def pytest_collection_modifyitems(config, items):
 # --------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
+def _stand_in_dir() -> Path:
+    d = Path(tempfile.mkdtemp(prefix="tltok-test-data-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
+
+
+def stand_in(rel: str | os.PathLike) -> Path | None:
+    """The committed stand-in of shared file `rel` (a fixtures/ copy, or the package's embedded rank file
+    written to a temporary folder), or None if it has none."""
+    rel = Path(rel).as_posix()
+    if rel in FIXTURE_COPIES and FIXTURE_COPIES[rel].is_file():
+        return FIXTURE_COPIES[rel]
+    if rel in EMBEDDED_RANK_FILES:
+        try:
+            return write_embedded_rank_file(EMBEDDED_RANK_FILES[rel], _stand_in_dir() / Path(rel).parent)
+        except LookupError:
+            return None
+    return None
+
+
+def missing_reason(p: Path) -> str:
+    if p.name == "p50k_base.tiktoken":
+        return (f"rank file missing: {p}; p50k_base / p50k_edit have no copy in the package (only r50k_base, "
+                f"cl100k_base and o200k_base do): put p50k_base.tiktoken there or in a TLTOK_DATA folder, "
+                f"see {README_SECTION}")
+    return f"shared data file missing: {p} (no committed copy in fixtures/; set TLTOK_SHARED, see {README_SECTION})"
+
+
+def _in_tltok_data(rel: str | os.PathLike) -> Path | None:
+    """A rank file `tokenizers/tiktoken/<file>` found where the registry looks in the session's TLTOK_DATA."""
+    rel = Path(rel)
+    if rel.parent.as_posix() != "tokenizers/tiktoken":
+        return None
+    for d in SESSION_TLTOK_DATA.split(os.pathsep):
+        for cand in (Path(d) / rel.name, Path(d) / "tiktoken" / rel.name) if d else ():
+            if cand.is_file():
+                return cand
+    return None
+
+
 def get_shared_path(rel: str | os.PathLike) -> Path:
-    """Absolute path of a file in the shared folder; pytest.skip (loudly, full path) if missing."""
+    """Absolute path of a file in the shared folder (for a rank file: or in a TLTOK_DATA folder), else of
+    its committed stand-in (same bytes); pytest.skip (loudly, full path) if none exists."""
     p = SHARED / rel
-    if not p.exists():
-        pytest.skip(f"shared data file missing: {p} (set TLTOK_SHARED to the shared folder)")
-    return p
+    if p.exists():
+        return p
+    alt = _in_tltok_data(rel) or stand_in(rel)
+    if alt is None:
+        pytest.skip(missing_reason(p))
+    return alt
 
 
-def tiktoken_params(name: str) -> dict:
-    """The constructor dict of tiktoken_ext.openai_public.<name>, without loading any ranks.
-
-    The constructor's code is run against a copy of its module globals in which the rank loaders
-    are stubs returning {}, so nothing is downloaded and the module itself is not modified; the
-    pat_str and special tokens are exactly tiktoken's own."""
-    import tiktoken_ext.openai_public as op
-
-    fn = getattr(op, name)
-    g = dict(fn.__globals__)
-    g["load_tiktoken_bpe"] = lambda *a, **k: {}
-    g["data_gym_to_mergeable_bpe_ranks"] = lambda *a, **k: {}
-    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)()
+def has_shared_file(rel: str | os.PathLike) -> bool:
+    """Whether `get_shared_path(rel)` finds a file (for choosing parameters at collection)."""
+    return ((SHARED / rel).exists() or _in_tltok_data(rel) is not None
+            or Path(rel).as_posix() in FIXTURE_COPIES.keys() | EMBEDDED_RANK_FILES.keys())
 
 
 @functools.lru_cache(maxsize=None)
 def _build_oracle(name: str, path: str):
-    import tiktoken
-    import tiktoken.load
+    from golden import build_tiktoken_oracle
 
-    params = tiktoken_params(name)
-    params["mergeable_ranks"] = tiktoken.load.load_tiktoken_bpe(path)
-    return tiktoken.Encoding(**params)
+    return build_tiktoken_oracle(name, Path(path))
 
 
 def get_tiktoken_oracle(name: str):
@@ -148,7 +204,7 @@ def get_ours(name: str):
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     if not SHARED.is_dir():
-        pytest.skip(f"shared data folder missing: {SHARED} (set TLTOK_SHARED)")
+        pytest.skip(f"shared data folder missing: {SHARED} (set TLTOK_SHARED, see {README_SECTION})")
     return SHARED
 
 

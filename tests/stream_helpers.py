@@ -17,19 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-_HERE = Path(__file__).resolve().parent
 
+def rank_file(name: str) -> Path:
+    """The rank file of encoding `name`: the shared one, else the package's embedded copy; skips naming
+    the file when there is neither (see conftest.get_shared_path)."""
+    from conftest import get_shared_path
 
-def data_dir() -> Path:
-    """The shared tokenizer files: $TLTOK_DATA, else ../shared/tokenizers next to the repository."""
-    env = os.environ.get("TLTOK_DATA")
-    return Path(env) if env else (_HERE.parent.parent / "shared" / "tokenizers")
-
-
-def require(path: Path) -> Path:
-    if not path.is_file():
-        pytest.skip(f"MISSING tokenizer file {path} (set TLTOK_DATA to the shared tokenizers folder)")
-    return path
+    return get_shared_path(f"tokenizers/tiktoken/{name}.tiktoken")
 
 
 SPECIALS = {
@@ -86,7 +80,7 @@ class RankTable:
 
 @functools.lru_cache(maxsize=None)
 def rank_table(name: str) -> RankTable:
-    path = require(data_dir() / "tiktoken" / f"{name}.tiktoken")
+    path = rank_file(name)
     return RankTable(name, load_ranks(path), SPECIALS[name])
 
 
@@ -114,10 +108,12 @@ def tiktoken_encoding(name: str):
     tiktoken = pytest.importorskip("tiktoken")
     import tiktoken.load
 
-    path = require(data_dir() / "tiktoken" / f"{name}.tiktoken")
+    path = rank_file(name)
     return tiktoken.Encoding(name, pat_str=_pat_str(name), mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(path)),
                              special_tokens=SPECIALS[name])
 
 
 def corpus_dir() -> Path:
-    return data_dir().parent / "corpora"
+    from conftest import SHARED
+
+    return SHARED / "corpora"

@@ -138,6 +138,13 @@ def test_encoding_answers_while_compiling(name, shared_path, ours, compiling):
     assert enc.decode_bytes(all_ids[:2]) == compiled.decode_bytes(all_ids[:2])
     with pytest.raises(KeyError):
         enc.decode([compiled.n_vocab + 5])
+    assert enc.decode_single_token_bytes(all_ids[0]) == compiled.decode_single_token_bytes(all_ids[0])
+    assert enc.decode_tokens_bytes(all_ids) == compiled.decode_tokens_bytes(all_ids)
+    assert enc.encode_single_token("hello") == compiled.encode_single_token("hello")
+    assert enc.encode_single_token("<|endoftext|>") == compiled.eot_token
+    with pytest.raises(KeyError):
+        enc.encode_single_token("hello world, not one token")
+    assert enc.compile_state == "interim"
 
 
 def test_column_the_python_encoder_leaves_to_the_kernels(shared_path, ours, compiling, monkeypatch):

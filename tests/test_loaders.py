@@ -4,7 +4,6 @@ malformed file, each naming the file and the 1-based line."""
 from __future__ import annotations
 
 import base64
-import os
 import pathlib
 
 import pytest
@@ -15,27 +14,18 @@ from tltok_jit.loaders import load_tiktoken_ranks, read_tiktoken_model
 from tltok_jit.loaders.tiktoken_file import _fast, _slow
 from tltok_jit.model import AddedToken, ModelDescription, TokenizerFileError
 
+from conftest import get_shared_path
+
 tiktoken_load = pytest.importorskip("tiktoken.load")
 
 
-def _shared_tiktoken_dir() -> pathlib.Path:
-    for d in os.environ.get("TLTOK_DATA", "").split(os.pathsep):
-        if d and (pathlib.Path(d) / "tiktoken").is_dir():
-            return pathlib.Path(d) / "tiktoken"
-        if d and pathlib.Path(d).is_dir() and list(pathlib.Path(d).glob("*.tiktoken")):
-            return pathlib.Path(d)
-    return pathlib.Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / "tiktoken"
-
-
-SHARED = _shared_tiktoken_dir()
 SHARED_FILES = ["r50k_base", "cl100k_base", "o200k_base", "whisper_multilingual"]
 
 
 def _shared(stem: str) -> pathlib.Path:
-    path = SHARED / f"{stem}.tiktoken"
-    if not path.is_file():
-        pytest.skip(f"shared rank file missing: {path}")
-    return path
+    """The shared rank file, else the package's embedded copy (in a temporary tokenizers/tiktoken/
+    folder); skips naming the file when there is neither."""
+    return get_shared_path(f"tokenizers/tiktoken/{stem}.tiktoken")
 
 
 # ---------------------------------------------------------------------------------------------- real files

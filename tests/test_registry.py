@@ -1,5 +1,5 @@
-"""The encoding registry: the specs equal tiktoken's, rank files resolve through TLTOK_DATA and the cache,
-and the download path works (and refuses a wrong hash) against a real HTTP server on 127.0.0.1."""
+"""The encoding registry: the specs equal tiktoken's, rank files resolve through TLTOK_DATA, the cache and
+the copies embedded in the package, and the download path works (and refuses a wrong hash) against a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -17,27 +17,18 @@ from tltok_jit import registry
 from tltok_jit.model import AddedToken, TokenizerFileError
 from tltok_jit.registry import RankFileHashError, RankFileUnavailableError
 
+from conftest import get_shared_path
+
 tiktoken_load = pytest.importorskip("tiktoken.load")
 openai_public = pytest.importorskip("tiktoken_ext.openai_public")
 
 
-def _shared_tiktoken_dir() -> pathlib.Path:
-    for d in os.environ.get("TLTOK_DATA", "").split(os.pathsep):
-        if d and (pathlib.Path(d) / "tiktoken").is_dir():
-            return pathlib.Path(d) / "tiktoken"
-        if d and pathlib.Path(d).is_dir() and list(pathlib.Path(d).glob("*.tiktoken")):
-            return pathlib.Path(d)
-    return pathlib.Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / "tiktoken"
-
-
-SHARED = _shared_tiktoken_dir()
 
 
 def _shared(stem: str) -> pathlib.Path:
-    path = SHARED / f"{stem}.tiktoken"
-    if not path.is_file():
-        pytest.skip(f"shared rank file missing: {path}")
-    return path
+    """The shared rank file, else the package's embedded copy (in a temporary tokenizers/tiktoken/
+    folder); skips naming the file when there is neither."""
+    return get_shared_path(f"tokenizers/tiktoken/{stem}.tiktoken")
 
 
 @pytest.fixture
@@ -186,6 +177,75 @@ def test_load_description_from_tltok_data(env, name):
     assert not set(d.vocab.values()) & set(d.special_tokens.values())
     if spec.explicit_n_vocab is not None:
         assert max(ids) + 1 == len(ids) == spec.explicit_n_vocab
+
+
+# --------------------------------------------------------------------------------- embedded copies
+
+EMBEDDED = ["r50k_base", "cl100k_base", "o200k_base"]
+
+
+@pytest.mark.parametrize("stem", EMBEDDED)
+def test_embedded_copy_has_the_published_hash(stem):
+    data = registry.embedded_rank_data(stem)
+    # tiktoken's own expected_hash (test_specs_equal_tiktoken_source ties it to the spec), recomputed here
+    assert hashlib.sha256(data).hexdigest() == _tiktoken_constructor_outputs()[stem][1][1]
+    shared = pathlib.Path(os.environ.get("TLTOK_DATA", "/nonexistent")) / "tiktoken" / f"{stem}.tiktoken"
+    if shared.is_file():
+        assert data == shared.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["gpt2", "r50k_base", "cl100k_base", "o200k_base", "o200k_harmony"])
+def test_load_description_offline_from_the_embedded_copy(env, tmp_path, name):
+    """No TLTOK_DATA, an empty cache, no network: the embedded copy gives tiktoken's own parse."""
+    d = registry.load_description(name)
+    spec = registry.encoding_spec(name)
+    assert d.source.endswith(f"{spec.rank_file}.gz") and pathlib.Path(d.source).is_file()
+    plain = tmp_path / spec.rank_file
+    plain.write_bytes(registry.embedded_rank_data(name))
+    assert d.vocab == tiktoken_load.load_tiktoken_bpe(str(plain))
+    assert d.special_tokens == dict(spec.special_tokens) and d.explicit_n_vocab == spec.explicit_n_vocab
+    assert not (tmp_path / "cache").exists()  # nothing written to the user's cache
+
+
+def test_tltok_data_and_cache_come_before_the_embedded_copy(env, tmp_path):
+    path = _shared("cl100k_base")
+    env.setenv("TLTOK_DATA", str(path.parent))
+    assert registry.load_description("cl100k_base").source == str(path)
+    env.delenv("TLTOK_DATA")
+    cached = tmp_path / "cache" / "cl100k_base.tiktoken"
+    cached.parent.mkdir()
+    shutil.copy(path, cached)
+    assert registry.load_description("cl100k_base").source == str(cached)
+    cached.unlink()
+    assert registry.load_description("cl100k_base").source.endswith("cl100k_base.tiktoken.gz")
+
+
+def test_damaged_embedded_copy_raises(env, monkeypatch):
+    monkeypatch.setattr(registry, "read_embedded", lambda filename: b"QQ== 0\n")
+    with pytest.raises(RankFileHashError) as ei:
+        registry.load_description("o200k_base")
+    msg = str(ei.value)
+    assert "o200k_base.tiktoken.gz" in msg and registry.encoding_spec("o200k_base").sha256 in msg
+    assert "reinstall" in msg
+
+
+def test_p50k_has_no_embedded_copy(env):
+    assert registry.embedded_rank_data("p50k_base") is None
+    with pytest.raises(RankFileUnavailableError) as ei:
+        registry.load_description("p50k_edit")
+    msg = str(ei.value)
+    assert "p50k_base.tiktoken" in msg and "embeds no copy" in msg and "TLTOK_OFFLINE" in msg
+
+
+def test_embedded_copy_comes_before_a_download(env, server):
+    _online(env, server)  # the server has no files: any request would fail the load
+    d = registry.load_description("r50k_base")
+    assert d.source.endswith("r50k_base.tiktoken.gz")
+    assert server.requests == []
+    # p50k_base is not embedded: it is downloaded (here: a 404 naming the URL)
+    with pytest.raises(RankFileUnavailableError, match="404"):
+        registry.load_description("p50k_base")
+    assert server.requests == ["/encodings/p50k_base.tiktoken"]
 
 
 # --------------------------------------------------------------------------------- download (real HTTP)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import missing_reason
 from stream_helpers import corpus_dir, rank_table, tiktoken_encoding
 from tltok_jit.bytetok import ByteTokenizer
 from tltok_jit.kernels import stream_decode as K
@@ -314,7 +315,7 @@ def _texts():
     for name in ("emoji-test.txt", "udhr"):
         p = cdir / name
         if not p.exists():
-            pytest.skip(f"MISSING corpus {p}")
+            pytest.skip(missing_reason(p))
     out.append((cdir / "emoji-test.txt").read_text("utf-8")[:60_000])
     udhr = sorted((cdir / "udhr").glob("*.txt"))
     out.extend(p.read_text("utf-8")[:4000] for p in udhr[::7])
@@ -542,8 +543,8 @@ def test_byte_tokenizer_roundtrip(raw):
 def test_real_encoding_if_available():
     try:
         from tltok_jit.encoding import Encoding
-        from stream_helpers import data_dir, require
-        enc = Encoding.from_tiktoken_file(require(data_dir() / "tiktoken" / "r50k_base.tiktoken"))
+        from stream_helpers import rank_file
+        enc = Encoding.from_tiktoken_file(rank_file("r50k_base"))
     except Exception as e:  # the Encoding is written concurrently; say loudly why this is skipped
         pytest.skip(f"tltok_jit.encoding.Encoding not usable yet: {type(e).__name__}: {e}")
     ids = [31373, 47249, 222, 47249, 50256]

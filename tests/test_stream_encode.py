@@ -466,7 +466,7 @@ def test_cli_u32_and_specials(ours):
     r = subprocess.run([sys.executable, "-m", "tltok_jit.stream_cli", "-e", "cl100k_base",
                         "--disallowed-special", "all"], input=text.encode(), capture_output=True, env=env,
                        cwd=str(REPO), timeout=600)
-    assert r.returncode == 1 and b"disallowed special token" in r.stderr
+    assert r.returncode == 2 and b"disallowed special token '<|endoftext|>'" in r.stderr
 
 
 # ------------------------------------------------------------------------------------ internals

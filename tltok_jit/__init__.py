@@ -6,15 +6,28 @@ import threading
 
 from .encoding import Encoding
 from .model import AddedToken, ModelDescription, TokenizerFileError
+from .model_names import encoding_name_for_model
 
 __all__ = [
     "AddedToken",
+    "EncodeNotSupportedError",
+    "TokenIdError",
+    "Tokenizer",
+    "TokenizerAssetError",
+    "TokenizerError",
+    "TokenizerSpec",
+    "UnknownTokenizerKindError",
+    "build_tokenizer",
+    "list_tokenizer_kinds",
+    "register_tokenizer",
     "ByteTokenizer",
     "Encoding",
     "ModelDescription",
     "MultiStreamDecoder",
     "StreamDecoder",
     "TokenizerFileError",
+    "encoding_for_model",
+    "encoding_name_for_model",
     "from_file",
     "from_gpt2_files",
     "get_encoding",
@@ -29,7 +42,8 @@ _LOCK = threading.Lock()
 def get_encoding(name: str) -> Encoding:
     """A known encoding by name ("gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base", ...).
 
-    The rank file is found in $TLTOK_DATA, then the user cache, then downloaded and hash-checked.
+    The rank file is found in $TLTOK_DATA, then the user cache, then the copy embedded in the package
+    (r50k_base/gpt2, cl100k_base, o200k_base), then downloaded; every source is hash-checked.
     Instances are shared (built once per process).
     """
     enc = _ENCODINGS.get(name)
@@ -40,9 +54,14 @@ def get_encoding(name: str) -> Encoding:
         if enc is None:
             from .registry import load_description
 
-            enc = Encoding(load_description(name))
+            enc = Encoding(load_description(name), _recipe=("encoding", name))
             _ENCODINGS[name] = enc
     return enc
+
+
+def encoding_for_model(model_name: str) -> Encoding:
+    """The encoding an OpenAI model uses (tiktoken's tables); KeyError for an unknown model."""
+    return get_encoding(encoding_name_for_model(model_name))
 
 
 def from_file(path, config=None, *, name: str | None = None) -> Encoding:
@@ -56,14 +75,20 @@ def from_file(path, config=None, *, name: str | None = None) -> Encoding:
     add `add_special_tokens=True` for HF's default. See `tltok_jit.loaders.hf_json`."""
     from .loaders.hf_json import read_hf_json
 
-    return Encoding(read_hf_json(path, config, name=name))
+    from .recipe import abspath
+
+    return Encoding(read_hf_json(path, config, name=name),
+                    _recipe=("hf_json", abspath(path), abspath(config), name))
 
 
 def from_gpt2_files(vocab_path, merges_path, *, name: str | None = None) -> Encoding:
     """An Encoding from GPT-2's classic `vocab.json` + `merges.txt` (same ids as its tokenizer.json)."""
     from .loaders.gpt2_files import read_gpt2_files
 
-    return Encoding(read_gpt2_files(vocab_path, merges_path, name=name))
+    from .recipe import abspath
+
+    return Encoding(read_gpt2_files(vocab_path, merges_path, name=name),
+                    _recipe=("gpt2_files", abspath(vocab_path), abspath(merges_path), name))
 
 
 def list_encoding_names() -> list[str]:
@@ -82,4 +107,19 @@ def __getattr__(attr: str):
         from . import stream
 
         return getattr(stream, attr)
+    if attr in _TOKENIZER_CONTRACT:
+        from . import tokenizer
+
+        return getattr(tokenizer, attr)
+    if attr in ("build_tokenizer", "list_tokenizer_kinds", "register_tokenizer"):
+        from . import kinds
+
+        return getattr(kinds, attr)
     raise AttributeError(f"module 'tltok_jit' has no attribute {attr!r}")
+
+
+# The tokenizer registry (tltok_jit.tokenizer, tltok_jit.kinds), imported on first use.
+_TOKENIZER_CONTRACT = frozenset({
+    "EncodeNotSupportedError", "TokenIdError", "Tokenizer", "TokenizerAssetError", "TokenizerError",
+    "TokenizerSpec", "UnknownTokenizerKindError",
+})

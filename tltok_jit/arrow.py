@@ -17,7 +17,8 @@ a slice of one data buffer). `dictionary<..., string-like>` encodes the dictiona
 A `ChunkedArray` is processed chunk by chunk and returned chunked the same way; a sliced array (non-zero
 offset) is read through its offset. A polars Series (its Arrow C stream: string_view, zero-copy), a
 pandas Series backed by Arrow (`ArrowDtype`, `string[pyarrow]`), anything with `__arrow_c_stream__` /
-`__arrow_c_array__`, and plain Python lists are accepted.
+`__arrow_c_array__`, and plain Python lists are accepted (`Encoding.encode_arrow` / `count_arrow`
+return a pandas Series for a pandas Series: `tltok_jit.pandas_io`).
 
 A null row stays null (its offsets may point at bytes: they are never read).
 
@@ -621,10 +622,51 @@ def _view(buf: pa.Buffer | None, dtype, offset_items: int, count: int) -> np.nda
     return np.frombuffer(buf, dtype=dtype, count=count, offset=offset_items * np.dtype(dtype).itemsize)
 
 
+def check_offsets(off: np.ndarray, size: int, what: str) -> None:
+    """Refuse offsets a kernel would follow out of the buffer: Arrow requires them non-decreasing and
+    within the data (`arr.validate(full=True)` checks the same, and UTF-8 as well, much slower)."""
+    if len(off) < 2:
+        return
+    if off[0] < 0 or off[-1] > size:
+        raise ValueError(f"invalid Arrow {what} array: its offsets run from {int(off[0])} to {int(off[-1])}, "
+                         f"outside its data buffer of {size} items")
+    down = np.diff(off) < 0
+    if down.any():
+        r = int(np.argmax(down))
+        raise ValueError(f"invalid Arrow {what} array: offsets decrease at row {r} ({int(off[r])} then "
+                         f"{int(off[r + 1])}); Arrow requires non-decreasing offsets")
+
+
+def _check_views(views: np.ndarray, lens: np.ndarray, bufs: list, what: str) -> None:
+    """Each out-of-line string view (length > 12) must lie inside the data buffer it names."""
+    if (lens < 0).any():
+        raise ValueError(f"invalid Arrow {what} array: row {int(np.argmax(lens < 0))} has a negative length")
+    far = np.flatnonzero(lens > 12)
+    if not len(far):
+        return
+    index = views[4 * far + 2].astype(np.int64)
+    start = views[4 * far + 3].astype(np.uint32).astype(np.int64)
+    sizes = np.array([b.size if b is not None else 0 for b in bufs] or [0], dtype=np.int64)
+    bad = (index < 0) | (index >= len(bufs))
+    if not bad.any():
+        bad = start + lens[far] > sizes[index]
+    if bad.any():
+        r = int(far[np.argmax(bad)])
+        raise ValueError(f"invalid Arrow {what} array: the view of row {r} points outside its data buffers")
+
+
 _EMPTY_U8 = np.zeros(1, dtype=np.uint8)
 _EMPTY_U8.flags.writeable = False
 _EMPTY_I32 = np.zeros(4, dtype=np.int32)
 _EMPTY_I32.flags.writeable = False
+
+
+def _read_only_view(a: np.ndarray) -> np.ndarray:
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 class _Source:
@@ -633,6 +675,13 @@ class _Source:
     __slots__ = ("n", "layout", "bufs", "views", "off", "vbits", "voff", "has_nulls", "array")
 
     def __init__(self, arr: pa.Array):
+        self._read(arr)
+        # one argument type per layout for the kernels: int64 offsets and read-only arrays (string,
+        # large_string and view arrays compiled three variants of every column kernel before)
+        self.off = _read_only_view(self.off.astype(np.int64, copy=False))
+        self.views = _read_only_view(self.views)
+
+    def _read(self, arr: pa.Array) -> None:
         t = arr.type
         n = len(arr)
         self.n = n
@@ -666,6 +715,7 @@ class _Source:
             if self.has_nulls:  # a null view may hold anything: give it length 0
                 valid = np.unpackbits(self.vbits, bitorder="little")[self.voff:self.voff + n].astype(bool)
                 lens = np.where(valid, lens, 0)
+            _check_views(views, lens, bufs[2:], str(t))
             off = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(lens, out=off[1:])
             off.flags.writeable = False
@@ -682,6 +732,7 @@ class _Source:
             self.off = np.zeros(1, dtype=odt)
             self.off.flags.writeable = False
         data = bufs[2]
+        check_offsets(self.off, data.size if data is not None else 0, str(t))
         self.bufs = _typed([np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else _EMPTY_U8])
         self.views = _EMPTY_I32
 
@@ -713,6 +764,15 @@ class _Source:
         if not self.has_nulls:
             return np.ones(self.n, dtype=bool)
         return np.unpackbits(self.vbits, bitorder="little")[self.voff:self.voff + self.n].astype(bool)
+
+
+def validate_text_array(arr: pa.Array) -> None:
+    """ValueError when the offsets or views of a string/binary array (or of a dictionary's values)
+    point outside its buffers; for readers that convert rows with pyarrow, which trusts them."""
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary
+    if is_text_type(arr.type):
+        _Source(arr)
 
 
 def _typed(arrays: list[np.ndarray]):
@@ -1166,6 +1226,7 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     child = arr.values
     if child.null_count:
         raise ValueError("decode_arrow: a list holds a null token id")
+    check_offsets(loff, len(child), str(t))
     idt = child.type.to_pandas_dtype()
     ids = _view(child.buffers()[1], idt, child.offset, len(child))
     if ids.dtype not in (np.uint32, np.int64, np.int32):

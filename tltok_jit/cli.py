@@ -5,6 +5,7 @@
                  [--count-only] [--special text|error|allow] [--batch-mb 8]
                  [--overwrite] [--quiet]
     tltok encode INPUT -o train.bin --pack 2048 [--eos]      training shards (see below)
+    tltok encode INPUT -o PREFIX --format megatron|bin [--eos]   per-document shards (see below)
     tltok warmup [--encoding NAME]                           compile / load every kernel, print the time
     tltok bench [ARGS...]                                    runs `python bench/run.py ARGS` (repository checkout)
     tltok stream ...                                         streaming tokenization (tltok_jit.stream_cli)
@@ -33,10 +34,21 @@ encoding, n_vocab, eos / eos_id, documents, dropped_tail_tokens and source. Read
     idx = json.load(open("train.json"))
     seqs = np.memmap("train.bin", dtype=idx["dtype"], mode="r").reshape(idx["n_seqs"], idx["seq_len"])
 
+Shard formats (`--format megatron|bin [--eos]`, default `parquet`): every document's ids, in input
+order, each followed by the end-of-text id with `--eos` (no BOS). `megatron` writes PREFIX.bin +
+PREFIX.idx, a Megatron-LM / NeMo indexed dataset (one sequence per document; uint16 ids below
+65,500 ids of vocabulary, else int32, as Megatron's preprocessing chooses); `bin` writes PREFIX.bin,
+the flat ids (uint16 when the vocabulary has at most 65,536 ids, else uint32, no header), + PREFIX.json
+(dtype, n_tokens, n_documents, encoding, n_vocab, eos, eos_id). -o PREFIX.bin and -o PREFIX are the
+same. A null or empty text is skipped (no ids, no EOS, no index entry), as Megatron's preprocessing
+does; the summary counts them. See tltok_jit/shards.py for the layouts.
+
 Every output is written under a temporary name in the destination directory and renamed when
 complete: an interrupted run leaves no OUTPUT (SIGINT / SIGTERM also remove the temporary file).
-An existing OUTPUT is only replaced with `--overwrite`. Errors print one line naming the problem and
-exit with status 2 (1 for an unexpected failure).
+An existing OUTPUT is only replaced with `--overwrite`; an OUTPUT that is, contains or lies inside
+INPUT is refused. The temporary files of a killed run (`.NAME.tltok-tmp-PID`, PID no longer running)
+are removed by the next run writing NAME. Errors print one line naming the problem and the option to
+change and exit with status 2 (1 for an unexpected failure).
 
 A progress line (rows, MB, MB/s, tokens/s) is drawn on stderr when it is a terminal and `--quiet` is
 not given; a one-line summary (rows, tokens, seconds, MB/s) goes to stdout unless `--quiet`.
@@ -291,14 +303,17 @@ def load_encoding(name: str | None, tokenizer: str | None):
         except CliError:
             raise
         except Exception as e:  # noqa: BLE001
-            hint = "" if name else " (for a .tiktoken file of another name, pass --encoding NAME to take " \
-                                   "that encoding's split pattern and special tokens)"
-            raise CliError(f"cannot load tokenizer {p}: {type(e).__name__}: {e}{hint}") from None
-        raise CliError(f"cannot load tokenizer {p}: use a .tiktoken rank file or a tokenizer.json")
+            hint = " (change --tokenizer)"
+            if p.suffix == ".tiktoken" and not name:
+                hint = (" (for a .tiktoken file of another name, pass --encoding NAME to take that encoding's "
+                        "split pattern and special tokens)")
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise CliError(f"cannot load tokenizer {p}: {type(e).__name__}: {first}{hint}") from None
+        raise CliError(f"cannot load tokenizer {p}: use a .tiktoken rank file or a tokenizer.json (--tokenizer)")
     name = name or "o200k_base"
     known = tltok_jit.list_encoding_names()
     if name not in known:
-        raise CliError(f"unknown encoding {name!r}; known encodings: {', '.join(known)}")
+        raise CliError(f"unknown encoding {name!r} (--encoding); known encodings: {', '.join(known)}")
     try:
         return tltok_jit.get_encoding(name)
     except Exception as e:  # noqa: BLE001
@@ -346,33 +361,98 @@ def prepare_kernels(enc, *, quiet: bool = False) -> None:
         print(f"tltok: kernels ready in {time.perf_counter() - t0:.1f} s{how}", file=sys.stderr)
 
 
+SPECIAL_MODES = {  # --special MODE -> the allowed / disallowed arguments of encode
+    "text": {"allowed_special": set(), "disallowed_special": ()},
+    "error": {"allowed_special": set(), "disallowed_special": "all"},
+    "allow": {"allowed_special": "all", "disallowed_special": ()},
+}
+
+
 def _special_kwargs(mode: str) -> dict:
-    if mode == "text":
-        return {"allowed_special": set(), "disallowed_special": ()}
-    if mode == "allow":
-        return {"allowed_special": "all", "disallowed_special": ()}
-    return {"allowed_special": set(), "disallowed_special": "all"}
+    try:
+        return dict(SPECIAL_MODES[mode])
+    except KeyError:
+        raise CliError(f"unknown --special mode {mode!r}; use one of {', '.join(SPECIAL_MODES)}") from None
 
 
 # ------------------------------------------------------------------------------------------------
 # atomic outputs
 # ------------------------------------------------------------------------------------------------
 
-class Atomic:
-    """Temporary paths next to their destinations, renamed into place by commit(), removed by abort()."""
+TMP_TAG = ".tltok-tmp-"
 
-    def __init__(self, overwrite: bool):
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # someone else's process (or an unusable number): leave its file alone
+    return True
+
+
+def remove_stale_temps(dest: Path) -> None:
+    """Remove `.NAME.tltok-tmp-PID` left beside `dest` by a run that was killed (its PID is gone)."""
+    prefix = f".{dest.name}{TMP_TAG}"
+    try:
+        entries = list(dest.parent.iterdir())
+    except OSError:
+        return
+    for p in entries:
+        if not p.name.startswith(prefix) or not p.name[len(prefix):].isdigit():
+            continue
+        pid = int(p.name[len(prefix):])
+        if pid == os.getpid() or _pid_alive(pid):
+            continue
+        try:
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        except OSError:
+            pass
+
+
+def _overlap(a: Path, b: Path) -> bool:
+    """a is b, or one lies inside the other (after resolving symlinks and '..')."""
+    a, b = a.resolve(), b.resolve()
+    return a == b or a in b.parents or b in a.parents
+
+
+def _check_writable_parent(dest: Path) -> None:
+    for parent in (dest.parent, *dest.parent.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise CliError(f"cannot write {dest}: {parent} is a file, not a directory (change -o/--output)")
+            return
+
+
+class Atomic:
+    """Temporary paths next to their destinations, renamed into place by commit(), removed by abort().
+    A destination that is, contains or lies inside one of `inputs` is refused."""
+
+    def __init__(self, overwrite: bool, inputs: tuple[Path, ...] = ()):
         self.overwrite = overwrite
+        self.inputs = inputs
         self.pairs: list[tuple[Path, Path]] = []
 
     def check(self, dest: Path) -> None:
+        for inp in self.inputs:
+            if _overlap(dest, inp):
+                how = "is" if dest.resolve() == inp.resolve() else \
+                    "lies inside" if inp.resolve() in dest.resolve().parents else "contains"
+                raise CliError(f"output {dest} {how} the input {inp}: choose another -o/--output")
         if dest.exists() and not self.overwrite:
             raise CliError(f"output exists: {dest} (pass --overwrite to replace it)")
 
     def temp(self, dest: Path, is_dir: bool = False) -> Path:
         self.check(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.parent / f".{dest.name}.tltok-tmp-{os.getpid()}"
+        _check_writable_parent(dest)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CliError(f"cannot create the output directory {dest.parent}: {e.strerror or e} "
+                           "(change -o/--output)") from None
+        remove_stale_temps(dest)
+        tmp = dest.parent / f".{dest.name}{TMP_TAG}{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
         if is_dir:
@@ -583,6 +663,50 @@ def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) 
     return index
 
 
+SHARD_FORMATS = ("parquet", "megatron", "bin")
+
+
+def _shards(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) -> dict:
+    from . import arrow, shards
+
+    writer_cls = {"megatron": shards.MegatronWriter, "bin": shards.FlatBinWriter}[args.format]
+    prefix = shards.shard_prefix(args.output)
+    if prefix.name in ("", ".", ".."):
+        raise CliError(f"--format {args.format} needs -o PREFIX naming the shard files (got {args.output})")
+    for dest in shards.shard_paths(prefix, args.format):
+        atomic.check(dest)
+        _check_writable_parent(dest)
+        remove_stale_temps(dest)
+    eot = None
+    if args.eos:
+        try:
+            eot = enc.eot_token
+        except KeyError:
+            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    special = _special_kwargs(args.special)
+    try:
+        writer = writer_cls(prefix, n_vocab=enc.n_vocab, eos_id=eot, encoding=enc.name)
+    except OSError as e:
+        raise CliError(f"cannot write {prefix}.bin: {e.strerror or e} (change -o/--output)") from None
+    try:
+        for reader in readers:
+            for batch in reader.batches([args.column], args.column):
+                col = batch.column(0)
+                try:
+                    res = enc.encode_arrow(col, num_threads=args.threads, large_list=True, **special)
+                except (arrow.ArrowRowError, ValueError) as e:
+                    raise CliError(f"{reader.path}: {str(e).splitlines()[0]}") from None
+                n_before = writer.n_tokens
+                writer.add(res)
+                progress.update(len(col), _text_bytes(col), writer.n_tokens - n_before)
+        writer.finalize()
+    except BaseException:
+        writer.abort()
+        raise
+    return {"n_documents": writer.n_documents, "skipped_empty": writer.skipped_empty,
+            "files": [str(p) for p in shards.shard_paths(prefix, args.format)]}
+
+
 def cmd_encode(args) -> int:
     inp = Path(args.input)
     files = list_inputs(inp)
@@ -590,8 +714,16 @@ def cmd_encode(args) -> int:
         raise CliError("--keep-columns and --all-columns exclude each other")
     if args.pack is not None and args.count_only:
         raise CliError("--pack and --count-only exclude each other")
-    if args.eos and args.pack is None:
-        raise CliError("--eos only applies to --pack")
+    shard = args.format != "parquet"
+    if shard and args.pack is not None:
+        raise CliError(f"--format {args.format} and --pack exclude each other (--pack writes its own .bin)")
+    if shard and args.count_only:
+        raise CliError(f"--format {args.format} and --count-only exclude each other")
+    if shard and (args.keep_columns or args.all_columns or args.output_column):
+        flag = "--keep-columns" if args.keep_columns else "--all-columns" if args.all_columns else "--output-column"
+        raise CliError(f"{flag} only applies to --format parquet (shards hold ids only)")
+    if args.eos and args.pack is None and not shard:
+        raise CliError("--eos only applies to --pack or --format megatron|bin")
     if args.output_column is None:
         args.output_column = "n_tokens" if args.count_only else "tokens"
     if args.threads is not None and args.threads < 0:
@@ -611,7 +743,7 @@ def cmd_encode(args) -> int:
 
     for r in readers:
         k = keep_for(r)
-        _check_columns(r, args.column, k if args.pack is None else [])
+        _check_columns(r, args.column, k if args.pack is None and not shard else [])
         if args.all_columns and args.output_column in (r.schema.names if r.schema is not None else []):
             raise CliError(f"output column {args.output_column!r} already exists in {r.path}; "
                            "pick another with --output-column")
@@ -619,12 +751,16 @@ def cmd_encode(args) -> int:
     if all(r.num_rows is not None for r in readers):
         total_rows = sum(r.num_rows for r in readers)
     progress = Progress(sys.stderr.isatty() and not args.quiet, total_rows)
-    atomic = Atomic(args.overwrite)
+    atomic = Atomic(args.overwrite, inputs=(inp,))
     out = Path(args.output)
     old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        shard_info = None
         if args.pack is not None:
             index = _pack(readers, args, enc, atomic, progress)
+        elif shard:
+            index = None
+            shard_info = _shards(readers, args, enc, atomic, progress)
         else:
             index = None
             if inp.is_dir():
@@ -649,8 +785,12 @@ def cmd_encode(args) -> int:
     secs = progress.seconds
     if not args.quiet:
         what = f"{index['n_seqs']:,} sequences of {index['seq_len']}, " if index else ""
+        if shard_info:
+            what = (f"{shard_info['n_documents']:,} documents ({shard_info['skipped_empty']:,} null/empty "
+                    f"skipped), ")
+        dest = " + ".join(shard_info["files"]) if shard_info else args.output
         print(f"tltok: {progress.rows:,} rows, {progress.tokens:,} tokens, {what}{secs:.2f} s, "
-              f"{progress.bytes / 1e6 / max(secs, 1e-9):.1f} MB/s -> {args.output}")
+              f"{progress.bytes / 1e6 / max(secs, 1e-9):.1f} MB/s -> {dest}")
     return 0
 
 
@@ -729,7 +869,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="special-token text: encode as text (default), error, or allow as special ids")
     e.add_argument("--pack", type=int, default=None, metavar="SEQ_LEN",
                    help="write fixed-length training sequences to NAME.bin + NAME.json")
-    e.add_argument("--eos", action="store_true", help="with --pack: end every document with <|endoftext|>")
+    e.add_argument("--format", default="parquet", choices=SHARD_FORMATS,
+                   help="parquet (default); megatron: PREFIX.bin + PREFIX.idx; bin: PREFIX.bin + PREFIX.json")
+    e.add_argument("--eos", action="store_true",
+                   help="with --pack or --format megatron|bin: end every document with <|endoftext|>")
     e.add_argument("--batch-mb", type=float, default=8.0, help="text per record batch, MB (default 8)")
     e.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT")
     e.add_argument("--quiet", action="store_true", help="no progress line and no summary")
@@ -762,6 +905,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tltok: interrupted; no output written", file=sys.stderr)
         return 130
+    except OSError as e:  # a file system refusal not foreseen above: still one line
+        print(f"tltok: error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

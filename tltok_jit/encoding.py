@@ -13,12 +13,16 @@ import numba
 import numpy as np
 
 from . import interim, warm
+from .args import check_int, check_text, check_threads, token_id_array
 from .kernels import encode as K
+from .kernels import handle as KH
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8, str_utf8_rows
 from .model import ModelDescription
+from .pandas_io import is_pandas_series
 from .pylist import IntObjects
+from .recipe import abspath, rebuild
 from .tables import compile_model
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
@@ -43,6 +47,7 @@ def text_to_utf8(text: str) -> bytes:
 
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
+_SPLIT_MIN = 1 << 20  # characters: from here one text is split over the cores by default
 _KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
 
 
@@ -76,29 +81,39 @@ class UnknownTokenError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
+class DisallowedSpecialTokenError(ValueError):
+    """Text holds a special token that `disallowed_special` refuses (`token` is that token)."""
+
+    def __init__(self, message: str, token: str):
+        super().__init__(message)
+        self.token = token
+
+    def __reduce__(self):  # crosses process boundaries (multiprocessing) intact
+        return type(self), (self.args[0], self.token)
+
+
 def raise_disallowed_special_token(token: str):
-    raise ValueError(
+    raise DisallowedSpecialTokenError(
         f"Encountered text corresponding to disallowed special token {token!r}.\n"
         "If you want this text to be encoded as a special token, "
         f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
         f"If you want this text to be encoded as normal text, disable the check for this token "
         f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-        "To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+        "To disable this check for all special tokens, pass `disallowed_special=()`.\n",
+        token,
     )
 
 
-# The compiled encode_text for the one argument-type signature this module ever passes, called
-# without the dispatcher: resolving the types of the table tuples costs ~7 us a call, more than
-# encoding a short string.
-_ENCODE_TEXT_ENTRY: list = [None]
+# The compiled encode_text_at for the one argument-type signature this module ever passes, called
+# without the dispatcher (resolving the argument types costs more than encoding a short string).
+_ENCODE_AT_ENTRY: list = [None]
+_ASCII_AT_ENTRY: list = [None]
 
 
-def _encode_text_entry(args):
-    sig = tuple(numba.typeof(a) for a in args)
-    cres = K.encode_text.overloads.get(sig)
-    if cres is not None:
-        _ENCODE_TEXT_ENTRY[0] = cres.entry_point
-    return _ENCODE_TEXT_ENTRY[0]
+def _entry_point(dispatcher, args):
+    """The compiled function of `dispatcher` for the types of `args` (None if not compiled)."""
+    cres = dispatcher.overloads.get(tuple(numba.typeof(a) for a in args))
+    return None if cres is None else cres.entry_point
 
 
 def _no_lone_surrogates(text: str) -> str:
@@ -118,9 +133,17 @@ def _string_finder(strings: frozenset):
     return regex.compile("|".join(regex.escape(s) for s in sorted(strings, key=len, reverse=True)))
 
 
+@functools.lru_cache(maxsize=16)
+def _char_finder(chars: str):
+    import re
+
+    return re.compile("[" + re.escape(chars) + "]")
+
+
 def resolve_threads(num_threads: int) -> int:
     """0 (or less) means every core numba may use."""
     limit = numba.config.NUMBA_NUM_THREADS
+    num_threads = check_threads(num_threads)
     if num_threads is None or num_threads <= 0:
         return limit
     return min(int(num_threads), limit)
@@ -129,15 +152,47 @@ def resolve_threads(num_threads: int) -> int:
 class Encoding:
     """A byte-level BPE tokenizer with tiktoken's methods, compiled to flat tables at construction."""
 
-    def __init__(self, model: ModelDescription, *, use_cache: bool = True):
+    def __init__(self, model: ModelDescription | str | None = None, *, name: str | None = None,
+                 pat_str: str | None = None, mergeable_ranks: dict[bytes, int] | None = None,
+                 special_tokens: dict[str, int] | None = None, explicit_n_vocab: int | None = None,
+                 use_cache: bool = True, _recipe: tuple | None = None):
+        """`Encoding(description)` from a loader's ModelDescription, or tiktoken's constructor:
+        `Encoding(name, pat_str=..., mergeable_ranks=..., special_tokens=..., explicit_n_vocab=None)`
+        (e.g. a known encoding's `_pat_str`, `_mergeable_ranks` and `_special_tokens` plus tokens of
+        one's own: the same ids as tiktoken's)."""
+        if isinstance(model, ModelDescription):
+            if name is not None or pat_str is not None or mergeable_ranks is not None or special_tokens is not None:
+                raise TypeError("Encoding(description) takes no name, pat_str, mergeable_ranks or special_tokens")
+        else:
+            if model is not None and name is not None:
+                raise TypeError("Encoding() got the name twice")
+            name = model if name is None else name
+            missing = [a for a, v in (("name", name), ("pat_str", pat_str), ("mergeable_ranks", mergeable_ranks),
+                                      ("special_tokens", special_tokens)) if v is None]
+            if missing:
+                raise TypeError(f"Encoding() takes a ModelDescription, or a name with pat_str, mergeable_ranks "
+                                f"and special_tokens; missing: {', '.join(missing)}")
+            from .loaders.tiktoken_file import description_from_ranks
+
+            model = description_from_ranks(name, pat_str=pat_str, mergeable_ranks=mergeable_ranks,
+                                           special_tokens=special_tokens, explicit_n_vocab=explicit_n_vocab)
+            # items in their order: tokens sharing an id decode as the first (o200k_harmony)
+            _recipe = _recipe or ("ranks", name, pat_str, mergeable_ranks, tuple(special_tokens.items()),
+                                  explicit_n_vocab)
+        self._setup(model, None, _recipe or ("description", model, use_cache), use_cache)
+
+    def _setup(self, model: ModelDescription, compiled, recipe: tuple, use_cache: bool = True) -> None:
+        """Everything but the tables: per-instance scratch state around shared, read-only tables
+        (`compiled`: the tables, or None to build them when first needed)."""
+        self._recipe = recipe  # how pickle rebuilds this encoding (tltok_jit.recipe)
         self._model = model
         self._use_cache = use_cache
-        self._compiled_tables = None
+        self._compiled_tables = compiled
         # While the kernels are not in the cache, a tiktoken rank file is served by the exact Python
         # encoder and a background process compiles them (see tltok_jit.warm).
         self._interim = None
         self._interim_checked = 0.0
-        if interim.supports(model) and warm.background_enabled() and not warm.all_ready():
+        if compiled is None and interim.supports(model) and warm.background_enabled() and not warm.all_ready():
             self._interim = interim.InterimEncoder(model)
             warm.start_background()
             n_vocab = len(self._interim.by_id)
@@ -148,11 +203,14 @@ class Encoding:
         self.n_vocab: int = n_vocab
         added = list(model.added_tokens)
         self._special_tokens: dict[str, int] = {t.content: t.id for t in added}
+        self._special_values = frozenset(self._special_tokens.values())
         self._added_index: dict[str, int] = {t.content: i for i, t in enumerate(added)}
         n_added = len(added)
         self._no_added = np.zeros(max(n_added, 1), dtype=np.bool_)
         self._no_added.flags.writeable = False  # one array type for every call: one compilation
         self._masks: dict[frozenset, np.ndarray] = {}
+        self._sorted_tokens: list[bytes] | None = None  # token_byte_values(), built on first use
+        self._default_policy = None
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
@@ -205,8 +263,7 @@ class Encoding:
     def _interim_ids(self, text: str, allowed_special: AllowedSpecial,
                      disallowed_special: DisallowedSpecial) -> list[int]:
         """encode() by the Python encoder, with tiktoken's special-token rules."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        check_text(text)
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         disallowed = (self.special_tokens_set - allowed) if disallowed_special == "all" else set(disallowed_special)
         if disallowed:
@@ -298,10 +355,25 @@ class Encoding:
         kind = pattern_kind or kind_of_pattern(pattern)
         model = read_tiktoken_model(path, name=name, pattern=pattern, special_tokens=special_tokens,
                                     pattern_kind=kind, explicit_n_vocab=explicit_n_vocab)
-        return cls(model)
+        specials = tuple(special_tokens.items())
+        return cls(model, _recipe=("tiktoken_file", abspath(path), pattern, specials, name, pattern_kind,
+                                   explicit_n_vocab))
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
+
+    # ------------------------------------------------------------------ pickle and copy
+    def __reduce__(self):
+        # by recipe: the other side rebuilds (once per process) instead of receiving the tables
+        return rebuild, (self._recipe,)
+
+    def __copy__(self) -> "Encoding":
+        new = object.__new__(type(self))
+        new._setup(self._model, self._compiled_tables, self._recipe, self._use_cache)  # read-only tables: shared
+        return new
+
+    def __deepcopy__(self, memo: dict) -> "Encoding":
+        return self.__copy__()
 
     # ------------------------------------------------------------------ properties
     @property
@@ -342,6 +414,14 @@ class Encoding:
 
     def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial):
         """(allowed mask, any allowed, disallowed mask or None), with tiktoken's defaults."""
+        if not allowed_special and disallowed_special == "all":  # the defaults: built once
+            p = self._default_policy
+            if p is None:
+                p = self._default_policy = self._make_policy(set(), "all")
+            return p
+        return self._make_policy(allowed_special, disallowed_special)
+
+    def _make_policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial):
         if allowed_special == "all":
             allowed = self.special_tokens_set
         else:
@@ -365,13 +445,35 @@ class Encoding:
         if disallowed is None:
             return
         if isinstance(disallowed, np.ndarray):
-            if not disallowed.any():
+            # (a mask from _policy always has a token set)
+            if text is not None and not self._may_hold_added(text):
                 return
+            if buf is None:
+                buf = text_to_buf(text)
             pos, idx = K.find_added(buf, 0, len(buf), self._t, disallowed)
             if pos >= 0:
                 raise_disallowed_special_token(self._compiled.added[idx].content)
         elif (m := disallowed.search(text)) is not None:
             raise_disallowed_special_token(m.group())
+
+    @functools.cached_property
+    def _added_first_chars(self) -> str | None:
+        """The first characters of the added tokens; None when one starts with U+FFFD (a lone
+        surrogate in the text becomes U+FFFD before matching, so the text itself would not tell)."""
+        firsts = {t[0] for t in self._special_tokens}
+        return None if "\ufffd" in firsts else "".join(sorted(firsts))
+
+    def _may_hold_added(self, text: str) -> bool:
+        """False when `text` cannot contain an added token (none of their first characters is in
+        it): the common case, decided without calling a kernel."""
+        firsts = self._added_first_chars
+        if firsts is None:
+            return True
+        if len(firsts) == 1:
+            return firsts in text
+        if len(firsts) <= 8:
+            return any(c in text for c in firsts)
+        return _char_finder(firsts).search(text) is not None
 
     # ------------------------------------------------------------------ scratch state
     def _serial_state(self):
@@ -382,14 +484,37 @@ class Encoding:
         return st
 
     # ------------------------------------------------------------------ encoding one text
+    def _serial_handle(self):
+        """(this thread's kernels.handle address array, its merge scratch row)."""
+        hs = getattr(self._local, "handle", None)
+        if hs is None:
+            cache, work = self._serial_state()
+            hs = (KH.handle_of(self._t, cache), work[0])
+            self._local.handle = hs
+        return hs
+
+    def _encode_text(self, text: str, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
+        if not text.isascii():  # O(1): CPython keeps the flag
+            return self._encode_buf(text_to_buf(text), amask, any_allowed)
+        out = np.empty(len(text), dtype=np.uint32)
+        h, vals = self._serial_handle()
+        entry = _ASCII_AT_ENTRY[0]
+        if entry is None:
+            n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
+            _ASCII_AT_ENTRY[0] = _entry_point(KH.encode_ascii_at, (text, h, amask, any_allowed, out, vals))
+        else:
+            n = entry(text, h, amask, any_allowed, out, vals)
+        out.resize(n, refcheck=False)
+        return out
+
     def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
         out = np.empty(len(buf), dtype=np.uint32)
-        cache, work = self._serial_state()
-        args = (buf, self._t, amask, any_allowed, out, cache, 0, work[0])
-        entry = _ENCODE_TEXT_ENTRY[0]
+        h, vals = self._serial_handle()
+        args = (buf, h, amask, any_allowed, out, vals)
+        entry = _ENCODE_AT_ENTRY[0]
         if entry is None:
-            n = K.encode_text(*args)
-            entry = _encode_text_entry(args)
+            n = KH.encode_text_at(*args)
+            _ENCODE_AT_ENTRY[0] = _entry_point(KH.encode_text_at, args)
         else:
             n = entry(*args)
         out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
@@ -397,8 +522,12 @@ class Encoding:
 
     def encode_to_numpy(self, text: str, *, allowed_special: AllowedSpecial = set(),
                         disallowed_special: DisallowedSpecial = "all",
-                        add_special_tokens: bool = False) -> np.ndarray:
-        """Token ids as a uint32 numpy array (no Python int per token)."""
+                        add_special_tokens: bool = False, num_threads: int | None = None) -> np.ndarray:
+        """Token ids as a uint32 numpy array (no Python int per token).
+
+        num_threads: None = one thread below 1 MB of text, every core above; 0 = every core; the
+        ids never depend on it (a long text is cut where no piece of the split pattern can cross)."""
+        check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, allowed_special, disallowed_special), dtype=np.uint32)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
@@ -406,12 +535,35 @@ class Encoding:
             data = text_to_utf8(text)
             self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), dmask)
             return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
-        buf = text_to_buf(text)
-        self._check_disallowed(text, buf, dmask)
-        return self._encode_buf(buf, amask, any_allowed)
+        self._check_disallowed(text, None, dmask)
+        if num_threads is not None:
+            num_threads = check_threads(num_threads)
+        if num_threads != 1 and len(text) >= _SPLIT_MIN:
+            ids = self._encode_split(text, allowed_special, num_threads)
+            if ids is not None:
+                return ids
+        return self._encode_text(text, amask, any_allowed)
+
+    def _encode_split(self, text: str, allowed_special: AllowedSpecial, num_threads: int | None):
+        """One long text on several cores: the Arrow column path cuts it into blocks at positions no
+        pretoken crosses (arrow.find_cuts' rules) and encodes them in parallel; None for one core or
+        a split pattern without such cuts."""
+        num_threads = check_threads(num_threads)
+        threads = resolve_threads(0 if num_threads is None else num_threads)
+        if threads < 2 or self._hf is not None:
+            return None
+        import pyarrow as pa
+
+        from . import arrow
+
+        col = pa.array([text_to_utf8(text)], type=pa.large_binary())
+        res = arrow.encode_arrow(self, col, num_threads=threads, allowed_special=allowed_special,
+                                 disallowed_special=(), large_list=True)
+        return np.array(res.values.to_numpy(zero_copy_only=False), dtype=np.uint32)
 
     def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
-               disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False) -> list[int]:
+               disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False,
+               num_threads: int | None = None) -> list[int]:
         """tiktoken's `encode`: special tokens in `allowed_special` become their ids; any other special
         token found in the text raises ValueError unless `disallowed_special` excludes it.
 
@@ -426,13 +578,25 @@ class Encoding:
             return self._interim_ids(text, allowed_special, disallowed_special)
         return self._to_list(self.encode_to_numpy(text, allowed_special=allowed_special,
                                                   disallowed_special=disallowed_special,
-                                                  add_special_tokens=add_special_tokens))
+                                                  add_special_tokens=add_special_tokens, num_threads=num_threads))
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Ids of `text` with special tokens treated as plain text."""
+    def count(self, text: str, *, allowed_special: AllowedSpecial = set(),
+              disallowed_special: DisallowedSpecial = "all") -> int:
+        """`len(encode(text, ...))` without building the list.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.count("hello world")
+        2
+        """
+        if self._serve_interim("single"):
+            return len(self._interim_ids(text, allowed_special, disallowed_special))
+        return len(self.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special))
+
+    def encode_ordinary(self, text: str, *, num_threads: int | None = None) -> list[int]:
+        """Ids of `text` with special tokens treated as plain text (num_threads: see encode_to_numpy)."""
         if self._serve_interim("single"):
             return self._interim_ids(text, (), ())
-        return self._to_list(self.encode_ordinary_to_numpy(text))
+        return self._to_list(self.encode_ordinary_to_numpy(text, num_threads=num_threads))
 
     def _to_list(self, ids: np.ndarray) -> list[int]:
         """ids.tolist(), faster for long outputs: a list of prebuilt int objects (one per vocabulary
@@ -444,12 +608,19 @@ class Encoding:
             objs = self._int_objects = IntObjects(self.n_vocab)
         return objs.to_list(ids)
 
-    def encode_ordinary_to_numpy(self, text: str) -> np.ndarray:
+    def encode_ordinary_to_numpy(self, text: str, *, num_threads: int | None = None) -> np.ndarray:
+        check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
         if self._hf is not None:
             return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
-        return self._encode_buf(text_to_buf(text), self._no_added, False)
+        if num_threads is not None:
+            num_threads = check_threads(num_threads)
+        if num_threads != 1 and len(text) >= _SPLIT_MIN:
+            ids = self._encode_split(text, (), num_threads)
+            if ids is not None:
+                return ids
+        return self._encode_text(text, self._no_added, False)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (special tokens included); KeyError otherwise."""
@@ -457,8 +628,15 @@ class Encoding:
             if text_or_bytes in self._special_tokens:
                 return self._special_tokens[text_or_bytes]
             data = text_or_bytes.encode("utf-8")
-        else:
+        elif isinstance(text_or_bytes, (bytes, bytearray, memoryview)):
             data = bytes(text_or_bytes)
+        else:
+            raise TypeError(f"text_or_bytes must be a str or bytes, not {type(text_or_bytes).__name__}")
+        if self._serve_interim("single"):
+            t = self._interim.ranks.get(data)
+            if t is None:
+                raise KeyError(data)
+            return t
         from .kernels.hashing import token_id_of_bytes
 
         t = token_id_of_bytes(self._t, data)
@@ -517,7 +695,12 @@ class Encoding:
     def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(UTF-8 of all texts, int64 row offsets). One join and one encode when that is exact: every
         text ASCII (byte offsets = character offsets) or Latin-1 (str_utf8_rows)."""
-        joined = "".join(texts)  # a TypeError naming the item that is not a str
+        try:
+            joined = "".join(texts)
+        except TypeError:
+            bad = next(i for i, t in enumerate(texts) if not isinstance(t, str))
+            check_text(texts[bad], f"texts[{bad}] (batch item {bad})")
+            raise
         if len(texts) > 1 and (joined.isascii() or len(joined) >= _KERNEL_UTF8_MIN):
             offsets = np.zeros(len(texts) + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
@@ -587,20 +770,18 @@ class Encoding:
         return self._split(*self.encode_rows(data, offsets, num_threads=num_threads))
 
     # ------------------------------------------------------------------ decoding
-    def _ids_array(self, tokens: Iterable[int]) -> np.ndarray:
-        if isinstance(tokens, np.ndarray):
-            ids = tokens.astype(np.int64, copy=False).ravel()
-        else:
-            ids = np.fromiter(tokens, dtype=np.int64) if not isinstance(tokens, (list, tuple)) \
-                else np.array(tokens, dtype=np.int64).ravel()
+    def _unknown_token(self, i: int) -> UnknownTokenError:
+        return UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
+                                 f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+
+    def _ids_array(self, tokens: Iterable[int], arg: str = "tokens") -> np.ndarray:
+        ids = token_id_array(tokens, self._unknown_token, arg)
         if len(ids):
             bad = (ids < 0) | (ids >= self.n_vocab)
             if not bad.any():
                 bad = ~self._valid[ids]
             if bad.any():
-                i = int(ids[np.argmax(bad)])
-                raise UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "
-                                 f"n_vocab={self.n_vocab}" + (", an unassigned id)" if 0 <= i < self.n_vocab else ")"))
+                raise self._unknown_token(int(ids[np.argmax(bad)]))
         return ids
 
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
@@ -627,13 +808,42 @@ class Encoding:
             return self._hf.decode_python(ids)
         return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
 
+    def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8,
+                     skip_special_tokens: bool = False) -> list[str]:
+        """`decode` of each id sequence (num_threads is accepted for tiktoken's signature; decoding a
+        row is one kernel call, so it runs serially)."""
+        check_threads(num_threads)
+        return [self.decode(ids, errors, skip_special_tokens=skip_special_tokens) for ids in batch]
+
+    def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8,
+                           skip_special_tokens: bool = False) -> list[bytes]:
+        """`decode_bytes` of each id sequence."""
+        check_threads(num_threads)
+        return [self.decode_bytes(ids, skip_special_tokens=skip_special_tokens) for ids in batch]
+
+    def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
+        """tiktoken's `decode_with_offsets`: (text, the index in text of the first character each token
+        contributes bytes to). Raises UnicodeDecodeError when the ids decode to invalid UTF-8, as
+        tiktoken does."""
+        token_bytes = self.decode_tokens_bytes(tokens)
+        text_len = 0
+        offsets = []
+        for token in token_bytes:
+            offsets.append(max(0, text_len - (0x80 <= token[0] < 0xC0)))
+            text_len += sum(1 for c in token if not 0x80 <= c < 0xC0)
+        return b"".join(token_bytes).decode("utf-8", errors="strict"), offsets
+
     def decode_single_token_bytes(self, token: int) -> bytes:
-        t = int(self._ids_array([token])[0])
+        t = int(self._ids_array([check_int(token, "token")])[0])
+        if self._serve_interim("single"):
+            return self._interim.by_id[t]
         o = self._t.tok_offsets
         return self._t.tok_bytes[o[t]:o[t + 1]].tobytes()
 
     def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
         ids = self._ids_array(tokens)
+        if self._serve_interim("single"):
+            return [self._interim.by_id[t] for t in ids.tolist()]
         o = self._t.tok_offsets
         b = self._t.tok_bytes
         return [b[o[t]:o[t + 1]].tobytes() for t in ids.tolist()]
@@ -653,8 +863,43 @@ class Encoding:
         return token_pieces(self, ids)
 
     def token_byte_values(self) -> list[bytes]:
-        """The bytes of every ordinary (mergeable) token, in id order."""
-        return sorted(self._model.vocab, key=self._model.vocab.__getitem__)
+        """The bytes of every ordinary (mergeable) token, sorted (as tiktoken returns them)."""
+        if self._sorted_tokens is None:
+            self._sorted_tokens = sorted(self._model.vocab)
+        return list(self._sorted_tokens)
+
+    @property
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        """Ordinary token bytes -> rank (= id), tiktoken's attribute; the dict the tables were built from
+        (do not modify it)."""
+        return self._model.vocab
+
+    def is_special_token(self, token: int) -> bool:
+        """True for the id of a special token (for tokenizer.json models: of any added token)."""
+        return check_int(token, "token") in self._special_values
+
+    def encode_with_unstable(self, text: str, *, allowed_special: AllowedSpecial = set(),
+                             disallowed_special: DisallowedSpecial = "all") -> tuple[list[int], list[list[int]]]:
+        """tiktoken's `encode_with_unstable`: (stable ids, completions), the stable ids encoding a prefix
+        of `text` and each completion a sequence of ids that the rest could start as. tiktoken returns
+        the completions in no defined order; so do we."""
+        check_text(text)
+        if self._hf is not None:
+            raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
+        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
+        _, _, dmask = self._policy(allowed, disallowed_special)
+        self._check_disallowed(text, text_to_buf(text), dmask)
+        from .kernels.scan import piece_ends
+        from .unstable import encode_with_unstable
+
+        t = self._t
+
+        def split(buf: np.ndarray) -> np.ndarray:
+            return piece_ends(int(t.config[0]), buf, 0, len(buf), t.stage1, t.stage2)
+
+        if self._sorted_tokens is None:
+            self._sorted_tokens = sorted(self._model.vocab)
+        return encode_with_unstable(self, text, allowed, split, self._sorted_tokens)
 
     # ------------------------------------------------------------------ Arrow columns (tltok_jit.arrow)
     def encode_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
@@ -663,8 +908,19 @@ class Encoding:
         """Token ids of every row of an Arrow string/binary column (Array, ChunkedArray, Table column,
         polars Series, pandas Arrow-backed Series) as `list<uint32>` (`large_list<uint32>` past 2**31 - 1
         ids). Null rows stay null; invalid UTF-8 is encoded as `bytes.decode("utf-8", errors)` would
-        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`."""
+        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`.
+
+        A pandas Series (object, `str` / `string[pyarrow]` or ArrowDtype) gives a pandas Series of
+        id lists, None for a null row, with the input's index and name."""
         from . import arrow
+
+        if is_pandas_series(array):
+            from .pandas_io import ids_series
+
+            result = self.encode_arrow(arrow.as_arrow(array), num_threads=num_threads,
+                                       allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                       errors=errors, large_list=large_list)
+            return ids_series(result, array, self._to_list)
 
         if self._hf is not None and self._hf.needs_python:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
@@ -679,8 +935,17 @@ class Encoding:
 
     def count_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
                     disallowed_special: DisallowedSpecial = "all", errors: str = "replace"):
-        """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized."""
+        """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized.
+        A pandas Series gives an `Int64` Series (<NA> for a null row) with the input's index and name."""
         from . import arrow
+
+        if is_pandas_series(array):
+            from .pandas_io import counts_series
+
+            result = self.count_arrow(arrow.as_arrow(array), num_threads=num_threads,
+                                      allowed_special=allowed_special, disallowed_special=disallowed_special,
+                                      errors=errors)
+            return counts_series(result, array)
 
         if self._hf is not None and self._hf.needs_python:
             return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,

@@ -10,14 +10,19 @@ Rank files are looked up, in order, in
 1. each directory of `TLTOK_DATA` (separated by `os.pathsep`), as `DIR/<file>.tiktoken` or
    `DIR/tiktoken/<file>.tiktoken` (so `TLTOK_DATA=../shared/tokenizers` works);
 2. the cache directory: `$TLTOK_CACHE_DIR`, else `$XDG_CACHE_HOME/tltok_jit`, else `~/.cache/tltok_jit`;
-3. the network: `$TLTOK_DOWNLOAD_BASE/<file>.tiktoken` if that variable is set (a mirror, or a test
+3. the copy embedded in the package (`tltok_jit/data/`: r50k_base, which gpt2 also reads, cl100k_base
+   and o200k_base), so these work offline with no setup; p50k_base has none;
+4. the network: `$TLTOK_DOWNLOAD_BASE/<file>.tiktoken` if that variable is set (a mirror, or a test
    server), else the canonical OpenAI URL, downloaded to a temporary file in the cache directory and
    renamed into place only after its sha256 matched. `TLTOK_OFFLINE=1` forbids this step.
 
-Every file found or downloaded is checked against the published sha256 (about 2 ms for o200k_base's
-3.6 MB with hardware SHA; the verdict is also remembered per (path, size, mtime) for the process). A
-mismatching file in `TLTOK_DATA` raises; a mismatching file in the cache directory (ours) is deleted and
-downloaded again.
+Every file found, embedded or downloaded is checked against the published sha256 (about 2 ms for
+o200k_base's 3.6 MB with hardware SHA; the verdict is also remembered per (path, size, mtime) for the
+process). A mismatching file in `TLTOK_DATA` raises, and so does a mismatching embedded copy (a damaged
+installation); a mismatching file in the cache directory (ours) is deleted and downloaded again.
+
+`find_rank_file` returns a file on disk, so it never returns the embedded copy (which is compressed
+inside the package); `load_description` is what reads the embedded copy.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .data import embedded_location, read_embedded
 from .loaders.tiktoken_file import read_tiktoken_model
 from .model import ModelDescription, TokenizerFileError
 from .patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
@@ -42,6 +48,7 @@ __all__ = [
     "RankFileHashError",
     "RankFileUnavailableError",
     "cache_dir",
+    "embedded_rank_data",
     "encoding_spec",
     "find_rank_file",
     "list_encoding_names",
@@ -221,11 +228,9 @@ def _download(url: str, dest: pathlib.Path, expected: str) -> None:
                 pass
 
 
-def find_rank_file(name: str) -> pathlib.Path:
-    """Path of a verified local copy of the rank file of encoding `name`, downloading it if needed."""
-    spec = encoding_spec(name)
+def _local_rank_file(spec: EncodingSpec, searched: list[str]) -> pathlib.Path | None:
+    """The verified rank file in TLTOK_DATA or the cache directory, else None; appends what it looked at."""
     filename, expected = spec.rank_file, spec.sha256
-    searched = []
     for cand in _data_candidates(filename):
         searched.append(str(cand))
         if cand.is_file():
@@ -241,6 +246,27 @@ def find_rank_file(name: str) -> pathlib.Path:
         if _sha256_of(cached) == expected:
             return cached
         cached.unlink(missing_ok=True)  # ours, and wrong: fetch it again
+    return None
+
+
+def embedded_rank_data(name: str) -> bytes | None:
+    """The verified contents of the rank file of encoding `name` embedded in the package, or None if the
+    package has no copy of it. Raises RankFileHashError if the copy does not have the published sha256."""
+    spec = encoding_spec(name)
+    data = read_embedded(spec.rank_file)
+    if data is None:
+        return None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != spec.sha256:
+        raise RankFileHashError(
+            f"{embedded_location(spec.rank_file)}: sha256 mismatch for the embedded {spec.rank_file}: "
+            f"expected {spec.sha256}, got {actual} (a damaged installation: reinstall tltok-jit)")
+    return data
+
+
+def _download_rank_file(spec: EncodingSpec, searched: list[str]) -> pathlib.Path:
+    name, filename, expected = spec.name, spec.rank_file, spec.sha256
+    cached = cache_dir() / filename
     base = os.environ.get("TLTOK_DOWNLOAD_BASE")
     url = base.rstrip("/") + "/" + filename if base else spec.url
     if os.environ.get("TLTOK_OFFLINE", "") not in ("", "0"):
@@ -256,11 +282,20 @@ def find_rank_file(name: str) -> pathlib.Path:
     return cached
 
 
-def load_description(name: str) -> ModelDescription:
-    """The ModelDescription of a known tiktoken encoding (ranks from `find_rank_file`)."""
+def find_rank_file(name: str) -> pathlib.Path:
+    """Path of a verified rank file of encoding `name` on disk (TLTOK_DATA, the cache), downloading it if
+    needed; never the embedded copy, which is not a file (see `load_description`)."""
     spec = encoding_spec(name)
-    return read_tiktoken_model(
-        find_rank_file(name),
+    searched: list[str] = []
+    local = _local_rank_file(spec, searched)
+    return local if local is not None else _download_rank_file(spec, searched)
+
+
+def load_description(name: str) -> ModelDescription:
+    """The ModelDescription of a known tiktoken encoding, its ranks from TLTOK_DATA, the cache, the copy
+    embedded in the package, else a download (in that order)."""
+    spec = encoding_spec(name)
+    kw = dict(
         name=spec.name,
         pattern=spec.pattern,
         special_tokens=dict(spec.special_tokens),
@@ -268,3 +303,12 @@ def load_description(name: str) -> ModelDescription:
         explicit_n_vocab=spec.explicit_n_vocab,
         allow_shared_special_ids=spec.shared_special_ids,
     )
+    searched: list[str] = []
+    local = _local_rank_file(spec, searched)
+    if local is None:
+        data = embedded_rank_data(name)
+        if data is not None:
+            return read_tiktoken_model(embedded_location(spec.rank_file), data=data, **kw)
+        searched.append("the package (it embeds no copy of this file)")
+        local = _download_rank_file(spec, searched)
+    return read_tiktoken_model(local, **kw)

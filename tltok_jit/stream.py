@@ -35,6 +35,7 @@ from codecs import utf_8_decode as _utf8_decode
 
 import numpy as np
 
+from .args import check_int, token_id_array
 from .kernels import stream_decode as _k
 
 __all__ = [
@@ -174,8 +175,8 @@ def _gather(tables: TokenTables, ids) -> bytes:
         if not ok.all():
             raise tables.bad_id(int(ids[np.argmin(ok)]))
         ids = ids.tolist()
-    elif not isinstance(ids, (list, tuple)):
-        ids = list(ids)
+    else:
+        ids = _as_id_array(ids, tables).tolist()
     if not ids:
         return b""
     lo, hi = min(ids), max(ids)
@@ -256,6 +257,8 @@ class StreamDecoder:
 
     def push(self, token_id) -> str:
         """Feed one token; returns "" while a character is still incomplete."""
+        if type(token_id) is not int:
+            token_id = check_int(token_id, "token_id")
         if not 0 <= token_id < self._n:
             raise self._tables.bad_id(operator.index(token_id))
         if not self._pending:
@@ -366,17 +369,7 @@ def token_pieces(enc, ids) -> list:
 
 def _as_id_array(ids, tables: TokenTables) -> np.ndarray:
     """`ids` as an int64 array (values are validated by the kernel, or here when they overflow int64)."""
-    if isinstance(ids, np.ndarray):
-        if ids.ndim != 1 or ids.dtype.kind not in "iu":
-            raise TypeError(f"token ids must be a 1-d integer array, got {ids.dtype} {ids.shape}")
-        if ids.dtype == np.uint64 and ids.size and int(ids.max()) > np.iinfo(np.int64).max:
-            raise tables.bad_id(int(ids.max()))
-        return ids.astype(np.int64, copy=False)
-    ids = [operator.index(i) for i in ids]
-    try:
-        return np.array(ids, dtype=np.int64)
-    except OverflowError:
-        raise tables.bad_id(next(i for i in ids if not -(2**63) <= i < 2**63)) from None
+    return token_id_array(ids, tables.bad_id, "ids")
 
 
 _SEP = 0xFF          # never part of well-formed UTF-8: the kernel ends every entry's text with it

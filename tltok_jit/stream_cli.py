@@ -8,7 +8,9 @@ stdin is read as bytes with `os.read` (returns as soon as some input is availabl
 producer is not waited for) and fed to `Encoding.stream_encoder().feed_bytes`; every batch of
 final ids is written and flushed at once. `text` writes one decimal id per line; `u32` writes
 little-endian uint32. Special tokens are plain text by default (`--allowed-special` makes them
-ids; `--disallowed-special all` makes their appearance an error, exit status 1, as `encode` does).
+ids; `--disallowed-special all` or `--special error` makes their appearance an error, as `encode`
+does). Errors print one line naming the problem and the option to change, exit status 2; Ctrl-C
+stops with status 130, the ids written so far standing.
 
 Wiring into `tltok_jit/cli.py`: either hand the raw arguments over (cli.py already routes
 `tltok stream ...` to `cmd_stream(None, argv[1:])`):
@@ -65,15 +67,20 @@ def _specials(value: str, *, none_word: str | None = None):
 
 
 def stream_main(args) -> int:
-    """Run `tltok stream` with parsed `args`; returns the exit status."""
-    from . import get_encoding
+    """Run `tltok stream` with parsed `args`; returns the exit status (CliError for a bad option)."""
+    from .cli import CliError, SPECIAL_MODES, load_encoding
+    from .encoding import DisallowedSpecialTokenError
 
-    enc = get_encoding(args.encoding)
+    enc = load_encoding(args.encoding, None)
     allowed = _specials(args.allowed_special)
     disallowed = _specials(args.disallowed_special, none_word="none")
     special = getattr(args, "special", None)
+    refusing = "--disallowed-special"
     if special is not None:
-        allowed, disallowed = {"text": (set(), ()), "error": (set(), "all"), "allow": ("all", ())}[special]
+        if special not in SPECIAL_MODES:
+            raise CliError(f"unknown --special mode {special!r}; use one of {', '.join(SPECIAL_MODES)}")
+        allowed, disallowed = SPECIAL_MODES[special]["allowed_special"], SPECIAL_MODES[special]["disallowed_special"]
+        refusing = "--special error"
     from .stream_encode import StreamEncoder
 
     se = StreamEncoder(enc, allowed_special=allowed, disallowed_special=disallowed, errors=args.errors)
@@ -82,7 +89,10 @@ def stream_main(args) -> int:
     fd = sys.stdin.fileno()
     size = max(1, int(args.chunk_size))
 
+    written = 0
+
     def write(ids: np.ndarray) -> None:
+        nonlocal written
         if not len(ids):
             return
         if text_format:
@@ -90,6 +100,7 @@ def stream_main(args) -> int:
         else:
             out.write(ids.astype("<u4", copy=False).tobytes())
         out.flush()
+        written += len(ids)
 
     try:
         while True:
@@ -106,15 +117,29 @@ def stream_main(args) -> int:
         except OSError:
             pass
         return 0
-    except (ValueError, UnicodeDecodeError) as e:
-        print(f"tltok stream: {e}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        print(f"tltok stream: interrupted after writing {written:,} ids; input after them was not encoded",
+              file=sys.stderr)
+        return 130
+    except DisallowedSpecialTokenError as e:
+        raise CliError(f"the input contains the disallowed special token {e.token!r} ({refusing} refuses it; "
+                       f"--special allow encodes it as its id, --special text as text), after {written:,} ids"
+                       ) from None
+    except UnicodeDecodeError as e:
+        raise CliError(f"the input is not valid UTF-8 ({e.reason} at byte {e.start} of a read), after "
+                       f"{written:,} ids; --errors replace encodes it as U+FFFD") from None
     return 0
 
 
 def main(argv=None) -> int:
+    from .cli import CliError
+
     p = add_stream_arguments(argparse.ArgumentParser(prog="tltok stream", description=__doc__.split("\n")[0]))
-    return stream_main(p.parse_args(argv))
+    try:
+        return stream_main(p.parse_args(argv))
+    except CliError as e:
+        print(f"tltok stream: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

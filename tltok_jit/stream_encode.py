@@ -123,6 +123,7 @@ import weakref
 
 import numpy as np
 
+from .args import check_text
 from .encoding import raise_disallowed_special_token, text_to_utf8
 from .kernels import encode as _enc_k
 from .kernels import stream_encode as K
@@ -220,6 +221,7 @@ class StreamEncoder:
     # ------------------------------------------------------------------ public API
     def feed(self, text: str) -> np.ndarray:
         """Encode more text; returns the ids that are now final (uint32)."""
+        check_text(text, bytes_hint="use feed_bytes() for UTF-8 bytes")
         prefix = self._flush_decoder()
         if self._hs:
             prefix += self._hs
@@ -233,6 +235,12 @@ class StreamEncoder:
 
     def feed_bytes(self, data: bytes) -> np.ndarray:
         """Encode more UTF-8 bytes; an unfinished character is held until it completes."""
+        if not isinstance(data, (bytes, bytearray)):
+            try:
+                memoryview(data)
+            except TypeError:
+                hint = " (use feed() for str)" if isinstance(data, str) else ""
+                raise TypeError(f"data must be bytes, not {type(data).__name__}{hint}") from None
         text = ""
         if self._hs:
             text = self._hs

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
-from typing import NamedTuple
-
 import numpy as np
 
 from .kernels.hashing import BLOOM_BITS_PER_PAIR, MAX_PAIR_ID, MAX_PAIR_RANK, SHORT_WORDS, aligned_zeros, build_pair_bloom, build_vocab_table, count_short, fill_short_table, insert_pairs, rank_splits
@@ -28,6 +26,8 @@ from .kernels.scan import (
     PAT_TEKKEN,
     PAT_WHOLE,
 )
+from . import table_cache
+from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
 from .unicode import class_tables
 
@@ -67,34 +67,6 @@ def class_tables_for(kind: str):
     if kind == "gpt2_digits":
         return _digits_class_tables()
     return class_tables()
-
-
-class Tables(NamedTuple):
-    tok_bytes: np.ndarray  # uint8: all token bytes, id order
-    tok_offsets: np.ndarray  # int64[n_vocab + 1]
-    vocab_slots: np.ndarray  # int32 hash slots of ordinary tokens (-1 empty)
-    vocab_hash: np.ndarray  # uint64 hash per slot
-    short_vocab: np.ndarray  # uint64[4 * capacity]: ordinary tokens of <= 16 bytes, keyed by their bytes
-    pair_slots: np.ndarray  # uint64 (left << 44 | right << 24 | rank), all-ones empty
-    rank_ids: np.ndarray  # int32[max rank + 1]: the token a merge of that rank makes; empty: the rank itself
-    pair_bloom: np.ndarray  # uint64[2**k]: Bloom filter of the merge table's pairs (hashing.bloom_may_have)
-    byte_ids: np.ndarray  # int32[256]: the token of each single byte
-    byte_pairs: np.ndarray  # int64[65536]: merge value (rank << 32 | id) of byte pair x << 8 | y, or max
-    stage1: np.ndarray  # uint16 character-class table, stage 1
-    stage2: np.ndarray  # uint8 character-class table, stage 2
-    trie_root: np.ndarray  # int32[256]: node after the first byte of an added token, or -1
-    trie_edge_start: np.ndarray  # int32[n_nodes + 1]
-    trie_edge_byte: np.ndarray  # uint8[n_edges]
-    trie_edge_child: np.ndarray  # int32[n_edges]
-    trie_token: np.ndarray  # int32[n_nodes]: index of the added token ending here, or -1
-    added_ids: np.ndarray  # int32[n_added]
-    char_bpe: np.ndarray  # uint64[65536]: each 1-3 byte character's own BPE (trees.char_bpe_table)
-    tok_flags: np.ndarray  # uint8[n_vocab]: trees.F_* bits (F_REACH: merging t's bytes gives [t])
-    crank: np.ndarray  # int64[n_vocab]: rank of the last merge of t's own BPE, -1 for a byte
-    split_l: np.ndarray  # int32[n_vocab]: left part of that merge
-    split_r: np.ndarray  # int32[n_vocab]: right part
-    unreach_filter: np.ndarray  # uint64[2**14]: bit set per (length & 15, first, last byte) of unreachable tokens
-    config: np.ndarray  # int64[4]: pattern kind, ignore_merges, use_cache, TREES_* bits
 
 
 TREES_SAME = 1  # config[3]: the merge trees agree with the merge kernel (merge_chars may be used)
@@ -206,7 +178,22 @@ def _build_trie(contents: list[bytes]):
 
 
 def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compiled:
-    """Validate `model` and lay it out as flat arrays."""
+    """Validate `model` and lay it out as flat arrays (loaded from the table cache when this model
+    was compiled before by this code, see table_cache)."""
+    key = None
+    if table_cache.enabled():
+        key = table_cache.fingerprint(model, use_cache)
+        hit = table_cache.load(key, _on_huge_pages)
+        if hit is not None:
+            tables, valid, n_vocab, uversion = hit
+            return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)
+    compiled = _compile_model(model, use_cache)
+    if key is not None:
+        table_cache.save(key, compiled.tables, compiled.valid, compiled.n_vocab, compiled.unicode_version)
+    return compiled
+
+
+def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
     where = model.source or model.name
     if model.pattern_kind not in PATTERN_KINDS:
         raise TokenizerFileError(

@@ -15,6 +15,7 @@ import numba
 import numba.core.caching
 import numba.core.cgutils
 import numba.extending
+import numba.np.arrayobj
 import numpy as np
 
 
@@ -264,3 +265,46 @@ def prefetch(typingctx, arr, i):
 
     return sig, codegen
 
+
+def _make_view(readonly: bool):
+    @numba.extending.intrinsic
+    def view(typingctx, addr, dims, dtype):
+        if not isinstance(addr, (numba.types.Integer, numba.types.CPointer)):
+            return None
+        if not isinstance(dtype, numba.types.NumberClass):
+            return None
+        if not isinstance(dims, numba.types.UniTuple) or not isinstance(dims.dtype, numba.types.Integer):
+            return None
+        aryty = numba.types.Array(dtype.instance_type, dims.count, "C", readonly=readonly)
+        sig = aryty(addr, dims, dtype)
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(aryty)(context, builder)
+            itemsize = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+            intp = context.get_value_type(numba.types.intp)
+            shape = [builder.sext(d, intp) if d.type.width < intp.width else d
+                     for d in numba.core.cgutils.unpack_tuple(builder, args[1])]
+            strides = []
+            step = intp(itemsize)
+            for d in reversed(shape):
+                strides.append(step)
+                step = builder.mul(step, d)
+            ptr_t = context.get_data_type(aryty.dtype).as_pointer()
+            if isinstance(signature.args[0], numba.types.CPointer):
+                data = builder.bitcast(args[0], ptr_t)
+            else:
+                data = builder.inttoptr(args[0], ptr_t)
+            numba.np.arrayobj.populate_array(ary, data=data, shape=shape, strides=list(reversed(strides)),
+                                             itemsize=intp(itemsize), meminfo=None)
+            return ary._getvalue()
+
+        return sig, codegen
+
+    return view
+
+
+# view_ro(address or pointer, (n0, ...), np.dtype) / view_rw: the C array there, without a reference
+# count (kernels/handle.py rebuilds the tables from one array of addresses with these). The caller
+# keeps the memory alive and never lets the view leave the kernel call.
+view_ro = _make_view(True)
+view_rw = _make_view(False)

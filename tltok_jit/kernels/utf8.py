@@ -74,6 +74,9 @@ def _data8(typingctx, s):
     return sig, codegen
 
 
+str_data8 = _data8  # for the other kernel modules
+
+
 _HIGH8 = uint64(0x8080808080808080)
 _ONES8 = uint64(0x0101010101010101)
 

@@ -1360,12 +1360,13 @@ class HFRuntime:
         (null rows stay null)."""
         import pyarrow as pa
 
-        from ..arrow import as_arrow
+        from ..arrow import as_arrow, validate_text_array
 
         arr = as_arrow(array)
         chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
         out_chunks = []
         for chunk in chunks:
+            validate_text_array(chunk)
             rows = chunk.to_pylist()
             texts = []
             for r, v in enumerate(rows):

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..model import AddedToken, ModelDescription, TokenizerFileError
+from ..patterns import kind_of_pattern
 
 __all__ = ["load_tiktoken_ranks", "read_tiktoken_model"]
 
@@ -232,14 +233,17 @@ def load_tiktoken_ranks(
     *,
     reserved_ids: Iterable[int] = (),
     allow_empty_token: bool = False,
+    data: bytes | None = None,
 ) -> dict[bytes, int]:
     """Parse a `.tiktoken` file into {token bytes: rank}, exactly like `tiktoken.load.load_tiktoken_bpe`.
 
     `reserved_ids`: ranks that may be absent from the file because special tokens occupy them.
+    `data`: the file's contents if already in memory (then `path` only names it in messages).
     Raises `TokenizerFileError` naming the file and line on malformed input, OSError if unreadable.
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
     reserved = frozenset(reserved_ids)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
@@ -259,6 +263,7 @@ def read_tiktoken_model(
     explicit_n_vocab: int | None = None,
     allow_empty_token: bool = False,
     allow_shared_special_ids: bool = False,
+    data: bytes | None = None,
 ) -> ModelDescription:
     """Read a `.tiktoken` rank file and the code-defined parts of an encoding into a ModelDescription.
 
@@ -267,6 +272,7 @@ def read_tiktoken_model(
     the largest id + 1 and the number of distinct ids. Two special tokens may share an id only with
     `allow_shared_special_ids=True`: tiktoken's o200k_harmony maps both '<|endofprompt|>' and
     '<|reserved_200018|>' to 200018 (tiktoken decodes 200018 as '<|endofprompt|>').
+    `data`: the file's contents if already in memory (then `path` only names it, also as `source`).
     """
     src = os.fspath(path)
     ids: dict[int, str] = {}
@@ -281,7 +287,7 @@ def read_tiktoken_model(
             raise TokenizerFileError(
                 f"{src}: special tokens {ids[tid]!r} and {content!r} of {name!r} share id {tid}")
         ids[tid] = content
-    vocab = load_tiktoken_ranks(path, reserved_ids=ids, allow_empty_token=allow_empty_token)
+    vocab = load_tiktoken_ranks(path, reserved_ids=ids, allow_empty_token=allow_empty_token, data=data)
     n_ranks = len(vocab)
     max_rank = max(vocab.values())
     # the ranks are 0..max_rank except at reserved (special) ids, so only a special id <= max_rank can
@@ -317,3 +323,32 @@ def read_tiktoken_model(
         source=src,
         explicit_n_vocab=explicit_n_vocab,
     )
+
+
+def description_from_ranks(name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int],
+                           special_tokens: dict[str, int], explicit_n_vocab: int | None = None,
+                           pattern_kind: str | None = None) -> ModelDescription:
+    """What `tiktoken.Encoding(name, pat_str=..., mergeable_ranks=..., special_tokens=...)` is given,
+    as a ModelDescription (ranks are ids, as in a rank file). Types are checked here; ids and the
+    pattern when the tables are compiled."""
+    where = f"Encoding {name!r}"
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    if not isinstance(pat_str, str):
+        raise TypeError(f"{where}: pat_str must be a str, not {type(pat_str).__name__}")
+    if not isinstance(mergeable_ranks, dict) or not isinstance(special_tokens, dict):
+        bad = "mergeable_ranks" if not isinstance(mergeable_ranks, dict) else "special_tokens"
+        raise TypeError(f"{where}: {bad} must be a dict")
+    for tok, rank in mergeable_ranks.items():
+        if not isinstance(tok, bytes) or isinstance(rank, bool) or not isinstance(rank, int):
+            raise TypeError(f"{where}: mergeable_ranks maps bytes to int ranks; found {tok!r}: {rank!r}")
+    for content, tid in special_tokens.items():
+        if not isinstance(content, str) or not content or isinstance(tid, bool) or not isinstance(tid, int):
+            raise TypeError(f"{where}: special_tokens maps non-empty str to int ids; found {content!r}: {tid!r}")
+    if explicit_n_vocab is not None and len(mergeable_ranks) + len(special_tokens) != explicit_n_vocab:
+        raise TokenizerFileError(f"{where}: explicit_n_vocab={explicit_n_vocab}, but there are "
+                                 f"{len(mergeable_ranks)} ranks and {len(special_tokens)} special tokens")
+    added = [AddedToken(content, tid, special=True) for content, tid in special_tokens.items()]
+    return ModelDescription(name=name, vocab=mergeable_ranks, merges=None, pattern=pat_str, added_tokens=added,
+                            ignore_merges=True, pattern_kind=pattern_kind or kind_of_pattern(pat_str),
+                            source=where, explicit_n_vocab=explicit_n_vocab)

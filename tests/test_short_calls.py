@@ -1,0 +1,76 @@
+"""The per-call paths: the table handle (kernels/handle.py), ASCII text read in place, the default
+special-token policy, count(), and one long text split over the cores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tltok_jit.kernels import handle as KH
+
+ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40)
+       | st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
+def test_short_texts_equal_tiktoken(name, text, ours, tiktoken_oracle):
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    assert enc.encode_ordinary(text) == oracle.encode_ordinary(text)
+    assert enc.encode(text, disallowed_special=()) == oracle.encode(text, disallowed_special=())
+    assert enc.count(text, disallowed_special=()) == len(oracle.encode(text, disallowed_special=()))
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_specials_on_the_short_path(name, ours, tiktoken_oracle):
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    for text in ["<|endoftext|>", "a <|endoftext|> b", "<|endoftext", "< |endoftext|>", "<<|endoftext|>>",
+                 "\ud800<|endoftext|>", "ünï<|endoftext|>", "no special here"]:
+        if "<|endoftext|>" in text:
+            with pytest.raises(ValueError, match="disallowed special token"):
+                oracle.encode(text)
+            with pytest.raises(ValueError, match="disallowed special token"):
+                enc.encode(text)
+            with pytest.raises(ValueError, match="disallowed special token"):
+                enc.count(text)
+        else:
+            assert enc.encode(text) == oracle.encode(text)
+        fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        assert enc.encode(text, allowed_special="all") == oracle.encode(fixed, allowed_special="all")
+
+
+def test_count_is_len_of_encode(ours):
+    enc = ours("o200k_base")
+    for text in ["", "hello world", "日本語のテキスト", "x" * 5000]:
+        assert enc.count(text) == len(enc.encode(text))
+
+
+def test_handle_refuses_a_layout_it_does_not_know(ours):
+    enc = ours("r50k_base")
+    cache, _work = enc._serial_state()
+    T = enc._t
+    wrong = T._replace(tok_offsets=T.tok_offsets.astype(np.int32))
+    with pytest.raises(ValueError, match="handle layout"):
+        KH.handle_of(wrong, cache)
+    writable = T._replace(config=T.config.copy())
+    with pytest.raises(ValueError, match="handle layout"):
+        KH.handle_of(writable, cache)
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
+def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle, shared_dir):
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    text = (shared_dir / "corpora" / "english-war-and-peace.txt").read_text()[:1_500_000]
+    text += (shared_dir / "corpora" / "chinese-sanguo-yanyi.txt").read_text()[:300_000] + " tail <|endoftext|>"
+    expected = oracle.encode(text, disallowed_special=())
+    one = enc.encode_to_numpy(text, disallowed_special=(), num_threads=1)
+    assert one.tolist() == expected
+    for threads in (2, 0, None):
+        assert enc.encode(text, disallowed_special=(), num_threads=threads) == expected
+    assert enc.encode_ordinary(text, num_threads=2) == oracle.encode_ordinary(text)
+    assert enc.encode(text, allowed_special="all", num_threads=2) == oracle.encode(text, allowed_special="all")
+    with pytest.raises(ValueError, match="disallowed special token"):
+        enc.encode(text, num_threads=2)

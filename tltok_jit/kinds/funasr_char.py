@@ -1,0 +1,167 @@
+"""`funasr_char`: Paraformer's `tokens.json` (a JSON array of token strings, the index is the id).
+
+`files`: {"tokens": "tokens.json"}; `options`: {"special_ids": [...]} (default: the ids of `<blank>`,
+`<s>`, `</s>`, the ids Paraformer's model.py drops before post-processing).
+
+Decode drops `special_ids` and runs FunASR's `sentence_postprocess` on the remaining tokens, which
+itself drops `<s>`, `</s>`, `<unk>` and `<OOV>` by name, so their ids are in `special_ids` too.
+
+Encode (FunASR's own inverse needs a seg_dict lexicon; this is the plain rule): the text is split at
+whitespace; in each chunk every character in U+4E00..U+9FFF is its own token, and each run of other
+characters is cut greedily into the longest vocabulary pieces, every piece but the run's last
+spelled with the "@@" continuation mark ("hel@@", "lo"). A character no piece covers is `<unk>`
+(one per character); with no `<unk>` in the vocabulary it raises.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from ..tokenizer import (
+    TokenIdError,
+    Tokenizer,
+    TokenizerAssetError,
+    TokenizerError,
+    TokenizerSpec,
+    WindowedIncremental,
+)
+from .funasr_postprocess import is_all_alpha, is_all_chinese, sentence_postprocess
+
+__all__ = ["FunASRCharTokenizer", "build", "read_tokens_json"]
+
+_DEFAULT_SPECIAL = ("<blank>", "<s>", "</s>")
+_WASHED = ("<s>", "</s>", "<unk>", "<OOV>")
+
+
+def read_tokens_json(path: str) -> list[str]:
+    """The token list of a tokens.json: a non-empty JSON array of distinct strings."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TokenizerAssetError(f"asset 'tokens' ({path}) is not readable JSON: {e}") from None
+    if not isinstance(data, list):
+        raise TokenizerAssetError(f"asset 'tokens' ({path}): expected a JSON array of strings, got {type(data).__name__}")
+    if not data:
+        raise TokenizerAssetError(f"asset 'tokens' ({path}) holds no tokens")
+    seen: dict[str, int] = {}
+    for i, t in enumerate(data):
+        if not isinstance(t, str):
+            raise TokenizerAssetError(f"asset 'tokens' ({path}): entry {i} is {type(t).__name__}, not a string")
+        if t in seen:
+            raise TokenizerAssetError(f"asset 'tokens' ({path}): entry {i} duplicates token {t!r} (entry {seen[t]})")
+        seen[t] = i
+    return data
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u4e00" <= ch <= "\u9fff"
+
+
+class FunASRCharTokenizer(WindowedIncremental, Tokenizer):
+    """tokens.json behind the contract; see the module docstring for both directions.
+
+    Streaming decodes a window: the window shrinks only after a settled token (a Chinese token or an
+    English word of two or more letters, which fixes whether an English word was last and leaves no
+    abbreviation open) and with no "@@" piece still pending (a Chinese token does not end one: its
+    letters join the next English word)."""
+
+    kind = "funasr_char"
+
+    def __init__(self, tokens: list[str], special_ids: Iterable[int] | None = None, *, source: str = ""):
+        self.tokens = list(tokens)
+        self.vocab_size = len(self.tokens)
+        self._index = {t: i for i, t in enumerate(self.tokens)}
+        if special_ids is None:
+            chosen = {self._index[t] for t in _DEFAULT_SPECIAL if t in self._index}
+        else:
+            chosen = set(special_ids)
+            bad = sorted(i for i in chosen if type(i) is not int or not 0 <= i < self.vocab_size)
+            if bad:
+                raise TokenIdError(f"special_ids {bad} are not ids of {source or 'the token list'}")
+        self.special_ids = frozenset(chosen | {self._index[t] for t in _WASHED if t in self._index})
+        self.unk_id = self._index.get("<unk>")
+        self._max_len = max(len(t) for t in self.tokens)
+        self._maybe_revised = [
+            "@@" in t or (len(t) == 1 and t.encode("utf-8").isalpha()) or not (is_all_chinese(t) or is_all_alpha(t))
+            for t in self.tokens]
+        self._alpha_word = ["@@" not in t and not is_all_chinese(t) and is_all_alpha(t) for t in self.tokens]
+        # sentence_postprocess picks its mode (all Chinese / all alphabetic / mixed) from the whole
+        # list after deleting spaces and the washed names inside tokens; a token changed by that
+        # deletion renders differently per mode, so a later token can revise any earlier one and
+        # nothing settles before the end. Paraformer vocabularies hold no such token.
+        self._mode_sensitive = any(
+            t not in _WASHED and (" " in t or any(w in t for w in _WASHED)) for t in self.tokens)
+
+    # ------------------------------------------------------------------ decode
+    def _words(self, ids) -> list[str]:
+        return [self.tokens[i] for i in self.check_ids(ids) if i not in self.special_ids]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return sentence_postprocess(self._words(ids))
+
+    def unsettled_count(self, ids: Sequence[int]) -> int:
+        # Still open to revision: a trailing single ASCII letter (an abbreviation may upper-case and
+        # join it), a "@@" piece (pending), and a token that is neither Chinese nor alphabetic (a
+        # Chinese token after an English word pops the last entry, which may be that token).
+        # Special ids in between are transparent.
+        if self._mode_sensitive:
+            return len(ids)
+        n = 0
+        for i in reversed(ids):
+            if i not in self.special_ids and not self._maybe_revised[i]:
+                break
+            n += 1
+        return n
+
+    def window_can_restart(self, ids) -> bool:
+        for i in reversed(ids):
+            if i in self.special_ids:
+                continue
+            if "@@" in self.tokens[i]:
+                return False
+            if self._alpha_word[i]:
+                return True  # an English word takes every pending piece
+        return True  # no piece since the window last restarted, when none was pending
+
+    # ------------------------------------------------------------------ encode
+    def _unk(self, text: str) -> int:
+        if self.unk_id is None:
+            raise TokenizerError(f"funasr_char: no token covers {text!r} and the vocabulary has no <unk>")
+        return self.unk_id
+
+    def _encode_run(self, run: str, out: list[int]) -> None:
+        pos = 0
+        while pos < len(run):
+            for end in range(min(len(run), pos + self._max_len), pos, -1):
+                piece = run[pos:end] if end == len(run) else run[pos:end] + "@@"
+                i = self._index.get(piece)
+                if i is not None and i not in self.special_ids:
+                    out.append(i)
+                    pos = end
+                    break
+            else:
+                out.append(self._unk(run[pos]))
+                pos += 1
+
+    def encode(self, text: str) -> list[int]:
+        out: list[int] = []
+        for chunk in text.split():
+            run_start = 0
+            for k, ch in enumerate(chunk):
+                if _is_cjk(ch):
+                    self._encode_run(chunk[run_start:k], out)
+                    i = self._index.get(ch)
+                    out.append(i if i is not None and i not in self.special_ids else self._unk(ch))
+                    run_start = k + 1
+            self._encode_run(chunk[run_start:], out)
+        return out
+
+
+def build(spec: TokenizerSpec) -> FunASRCharTokenizer:
+    unknown = set(spec.options) - {"special_ids"}
+    if unknown:
+        raise TokenizerAssetError(f"tokenizer kind 'funasr_char': unknown options {sorted(unknown)}")
+    path = spec.asset("tokens")
+    return FunASRCharTokenizer(read_tokens_json(path), spec.options.get("special_ids"), source=path)

@@ -1,0 +1,98 @@
+"""Compiled tables kept on disk, so a later process loads a model in milliseconds.
+
+Building the tables of o200k_base runs a dozen kernels (one of them merges every token's bytes) and
+takes most of a warm process's start-up. The result depends only on the model and on the code that
+builds it, so it is saved once, as `.npy` files, under the kernel cache folder (which is keyed by the
+kernel sources) in a folder named by a hash of the model's content and of `tables.py`; a process
+memory-maps them, and copies only the big hash tables into huge-page memory (their random probes
+would otherwise miss the TLB). A folder is written under a temporary name and renamed into place, so
+a reader never sees half of one. `TLTOK_NO_TABLE_CACHE=1` turns this off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from .kernels import jit
+from .kernels.layout import Tables
+from .model import ModelDescription
+
+_FORMAT = 1
+_HUGE_FIELDS = ("vocab_slots", "vocab_hash", "short_vocab", "pair_slots", "rank_ids")
+_TABLES_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables.py")
+
+
+def enabled() -> bool:
+    return jit.CACHE and not os.environ.get("TLTOK_NO_TABLE_CACHE") and not os.environ.get("NUMBA_CACHE_DIR")
+
+
+def fingerprint(model: ModelDescription, use_cache: bool) -> str:
+    """sha256 of everything compile_model reads from `model`, and of tables.py itself."""
+    h = hashlib.sha256()
+    with open(_TABLES_SOURCE, "rb") as f:
+        h.update(f.read())
+    h.update(repr((_FORMAT, model.pattern, model.pattern_kind, model.ignore_merges, model.explicit_n_vocab,
+                   model.allow_missing_bytes, model.char_level, use_cache,
+                   sorted((model.added_bytes or {}).items()),
+                   [(t.content, t.id, t.special) for t in model.added_tokens])).encode())
+    # in the dict's order (a loader's order is stable; another order is only a cache miss)
+    vocab = model.vocab
+    h.update(np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab)).tobytes())
+    h.update(np.fromiter(map(len, vocab), dtype=np.int64, count=len(vocab)).tobytes())
+    h.update(b"".join(vocab))
+    if model.merges is not None:
+        h.update(np.array([len(a) for a, _ in model.merges] + [len(b) for _, b in model.merges], dtype=np.int64).tobytes())
+        h.update(b"".join(a + b for a, b in model.merges))
+    return h.hexdigest()[:24]
+
+
+def _folder(key: str) -> str:
+    return os.path.join(jit.KERNEL_CACHE_DIR, "tables", key)
+
+
+def load(key: str, on_huge_pages):
+    """(Tables, valid, n_vocab, unicode version) saved under `key`, or None."""
+    d = _folder(key)
+    try:
+        with open(os.path.join(d, "meta.json")) as f:
+            meta = json.load(f)
+        arrays = {}
+        for name in Tables._fields + ("valid",):
+            a = np.asarray(np.load(os.path.join(d, name + ".npy"), mmap_mode="r"))  # a plain read-only view
+            if name in _HUGE_FIELDS:
+                a = on_huge_pages(np.ascontiguousarray(a))
+                a.flags.writeable = False
+            arrays[name] = a
+    except (OSError, ValueError, KeyError):
+        if os.path.isdir(d):  # damaged (a file missing or unreadable): the next build rewrites it
+            shutil.rmtree(d, ignore_errors=True)
+        return None
+    valid = arrays.pop("valid")
+    return Tables(**arrays), valid, int(meta["n_vocab"]), meta["unicode_version"]
+
+
+def save(key: str, tables: Tables, valid: np.ndarray, n_vocab: int, unicode_version: str) -> None:
+    """Write the folder for `key` (best effort: a full disk or a race with another writer is fine)."""
+    final = _folder(key)
+    if os.path.isdir(final):
+        return
+    parent = os.path.dirname(final)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+        try:
+            for name, a in list(zip(Tables._fields, tables)) + [("valid", valid)]:
+                np.save(os.path.join(tmp, name + ".npy"), np.ascontiguousarray(a))
+            with open(os.path.join(tmp, "meta.json"), "w") as f:
+                json.dump({"n_vocab": n_vocab, "unicode_version": unicode_version, "format": _FORMAT}, f)
+            os.rename(tmp, final)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError:
+        pass

@@ -1,0 +1,235 @@
+"""The tokenizer contract every registry kind implements, its errors and its spec.
+
+A `Tokenizer` turns ids into text (every kind) and text into ids (kinds with `supports_encode`).
+`special_ids` is exactly the set `decode` drops. Two methods answer `decode` in pieces and must
+agree with it:
+
+* `decode_incremental(new_ids, state)`: after every call `state["text"] == decode(all ids so far)`;
+  the returned deltas concatenate to a prefix of it that later ids never change. What is held
+  back is a trailing incomplete character (its U+FFFD), or, for kinds whose rendering of the last
+  tokens still depends on the next ones, that unsettled tail. `final=True` flushes it, after which
+  the deltas concatenate to `decode(all ids)` exactly.
+* `token_pieces(ids)`: one string per id, `"".join(token_pieces(ids)) == decode(ids)`; a character
+  split across ids goes to the id completing it, an incomplete tail is flushed onto the last id.
+
+The defaults here re-render the accumulated ids (quadratic in their number); kinds override them
+when their rendering allows something cheaper, never with different results.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "EncodeNotSupportedError",
+    "FFFD",
+    "TokenIdError",
+    "Tokenizer",
+    "TokenizerAssetError",
+    "TokenizerError",
+    "TokenizerSpec",
+    "UnknownTokenizerKindError",
+    "WindowedIncremental",
+    "as_id_list",
+    "common_prefix",
+]
+
+FFFD = "\ufffd"
+
+
+class TokenizerError(ValueError):
+    """Base of every error the tokenizer registry and its kinds raise on bad input."""
+
+
+class UnknownTokenizerKindError(TokenizerError):
+    """`TokenizerSpec.kind` names no registered kind (the message lists the known ones)."""
+
+
+class TokenizerAssetError(TokenizerError):
+    """An asset file is missing, unreadable or malformed (the message names its key, path and place)."""
+
+
+class TokenIdError(TokenizerError):
+    """An id is not an integer, negative, or not in the vocabulary."""
+
+
+class EncodeNotSupportedError(TokenizerError):
+    """`encode` was called on a decode-only kind (test `supports_encode` first)."""
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """Which tokenizer to build: a registered `kind`, its asset files (asset key -> path) and options."""
+
+    kind: str
+    files: Mapping[str, str | os.PathLike] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def asset(self, key: str, *, required: bool = True) -> str | None:
+        """The path of asset `key`, checked to exist; None when absent and not required."""
+        path = self.files.get(key)
+        if path is None:
+            if required:
+                raise TokenizerAssetError(
+                    f"tokenizer kind {self.kind!r} needs the asset {key!r}; the spec gives {sorted(self.files)}")
+            return None
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise TokenizerAssetError(f"tokenizer kind {self.kind!r}: asset {key!r} not found: {path}")
+        return path
+
+
+def as_id_list(ids: Any, vocab_size: int) -> list[int]:
+    """`ids` (a sequence or 1-d integer array) as a list of ints, each in [0, vocab_size)."""
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise TokenIdError(f"token ids must be a 1-d integer array, got {ids.dtype} of shape {ids.shape}")
+        out = ids.tolist()
+    else:
+        out = list(ids)
+        for pos, i in enumerate(out):
+            if type(i) is not int:
+                if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+                    raise TokenIdError(f"token id at position {pos} is not an integer: {i!r}")
+                out[pos] = int(i)
+    if out:
+        lo, hi = min(out), max(out)
+        if lo < 0 or hi >= vocab_size:
+            pos, bad = next((p, i) for p, i in enumerate(out) if i < 0 or i >= vocab_size)
+            raise TokenIdError(f"token id {bad} at position {pos} is out of range (vocab_size={vocab_size})")
+    return out
+
+
+def common_prefix(a: str, b: str) -> str:
+    """The longest common prefix of two strings."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return a[:n]
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return a[:lo]
+
+
+class Tokenizer(abc.ABC):
+    """One tokenizer kind behind the registry contract (see the module docstring)."""
+
+    kind: str = ""
+    vocab_size: int
+    special_ids: frozenset[int]
+    supports_encode: bool = True
+
+    # ------------------------------------------------------------------ the two directions
+    @abc.abstractmethod
+    def decode(self, ids: Sequence[int]) -> str:
+        """Ids -> text, dropping `special_ids`."""
+
+    @abc.abstractmethod
+    def encode(self, text: str) -> list[int]:
+        """Text -> ids; decode-only kinds raise `EncodeNotSupportedError`."""
+
+    def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
+        """`decode` of each id sequence."""
+        return [self.decode(ids) for ids in batch]
+
+    def check_ids(self, ids: Any) -> list[int]:
+        """`ids` as a list of ints in the vocabulary; raises `TokenIdError` otherwise."""
+        return as_id_list(ids, self.vocab_size)
+
+    # ------------------------------------------------------------------ decode in pieces
+    def unsettled_count(self, ids: Sequence[int]) -> int:
+        """How many trailing ids of `ids` may still render differently once more ids follow (beyond
+        a trailing incomplete character, which is always held back). Kinds whose rendering is
+        prefix-stable keep the default 0."""
+        return 0
+
+    def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
+        """The text `new_ids` add after the ids already folded into `state` (start with `{}`).
+
+        `state["text"]` is decode(all ids so far); the deltas are what is settled of it. Keys of
+        `state` other than "text" are private to the kind."""
+        new = self.check_ids(new_ids)
+        all_ids = state.get("_ids", [])
+        all_ids = all_ids + new
+        text = self.decode(all_ids)
+        emitted = state.get("_emitted", "")
+        if final:
+            settled = text
+        else:
+            k = min(self.unsettled_count(all_ids), len(all_ids))
+            settled = text if k == 0 else common_prefix(self.decode(all_ids[:len(all_ids) - k]), text)
+            settled = settled.rstrip(FFFD)
+        if not settled.startswith(emitted):  # a kind whose unsettled_count is too small
+            raise AssertionError(f"{type(self).__name__}: settled text {settled!r} revises the emitted {emitted!r}")
+        delta = settled[len(emitted):]
+        state["_ids"] = all_ids
+        state["_emitted"] = settled
+        state["text"] = text
+        return delta
+
+    def token_pieces(self, ids: Sequence[int]) -> list[str]:
+        """One string per id, concatenating to `decode(ids)`."""
+        ids = self.check_ids(ids)
+        state: dict = {}
+        return [self.decode_incremental([t], state, final=(n == len(ids) - 1)) for n, t in enumerate(ids)]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} kind={self.kind!r} vocab_size={self.vocab_size}>"
+
+
+class WindowedIncremental:
+    """`decode_incremental` over a bounded window of recent ids (mixed into a Tokenizer).
+
+    The window is a primer of the last `primer_len` settled ids plus the ids not settled yet; a
+    step decodes the window and takes what follows the primer's text, so a partial costs the same at
+    any transcript length. The primer carries the rules that depend on what came before (a leading
+    space stripped once, a byte run in progress). The kind's `unsettled_count` and a trailing
+    U+FFFD hold text back as in the default; `state["text"]` is the emitted text plus the window's
+    unsettled rest."""
+
+    primer_len = 4
+
+    def window_can_restart(self, ids) -> bool:
+        """Whether the ids before the last `primer_len` of the (settled) window `ids` can be
+        forgotten: the kind's rendering of what follows depends on nothing before the primer."""
+        return True
+
+    def decode_incremental(self, new_ids, state: dict, *, final: bool = False) -> str:
+        new = self.check_ids(new_ids)
+        win = state.get("_win", []) + new
+        read = state.get("_read", 0)
+        done = state.get("_done", "")      # the text emitted so far
+        shown = state.get("_shown", 0)     # how much of the window's text after the primer is in `done`
+        primer_text = self.decode(win[:read])
+        text = self.decode(win)[len(primer_text):]
+        k = 0
+        if final:
+            settled = text
+        else:
+            k = min(self.unsettled_count(win), len(win) - read)
+            settled = text if k == 0 else common_prefix(self.decode(win[:len(win) - k])[len(primer_text):], text)
+            settled = settled.rstrip(FFFD)
+        delta = settled[shown:]
+        done += delta
+        state["text"] = done + text[len(settled):]
+        if k == 0 and len(settled) == len(text) and self.window_can_restart(win):
+            # all settled: the window shrinks to a primer
+            state["_win"] = win[-self.primer_len:]
+            state["_read"] = len(state["_win"])
+            state["_shown"] = 0
+        else:
+            state["_win"] = win
+            state["_read"] = read
+            state["_shown"] = len(settled)
+        state["_done"] = done
+        return delta
