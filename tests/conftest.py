@@ -64,6 +64,7 @@ FIXTURE_COPIES = {
     "tokenizers/gpt2/merges.txt": FIXTURES / "gpt2" / "merges.txt",
     "tokenizers/gpt2/tokenizer.json": FIXTURES / "gpt2" / "tokenizer.json",
     "tokenizers/smollm2/tokenizer.json": FIXTURES / "smollm2" / "tokenizer.json",
+    "tokenizers/tiktoken/whisper_multilingual.tiktoken": FIXTURES / "whisper" / "multilingual.tiktoken",
 }
 # Shared rank files the package embeds (tltok_jit/data/), by stem.
 EMBEDDED_RANK_FILES = {f"tokenizers/tiktoken/{s}.tiktoken": s for s in ("r50k_base", "cl100k_base", "o200k_base")}
