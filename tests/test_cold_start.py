@@ -38,6 +38,19 @@ def _first_use(env: dict) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def _locked(lock: Path) -> bool:
+    """A process holds the exclusive lock on `lock` (the compile worker runs)."""
+    import fcntl
+
+    with open(lock, "a+b") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        return False
+
+
 def _cache_dir(tmp_path: Path) -> Path:
     """The state folder (markers, lock, log) of the one installation used here."""
     dirs = list((tmp_path / "kernels").glob("*/state-*"))
@@ -119,6 +132,9 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
     deadline = time.monotonic() + 1800
     while not (cache / "ready-stream").exists():
         assert time.monotonic() < deadline, (cache / "compile.log").read_text()
+        if not _locked(cache / "compile.lock") and not (cache / "ready-stream").exists():
+            pytest.fail("the compile worker stopped before every stage was ready:\n"
+                        + (cache / "compile.log").read_text()[-3000:])
         time.sleep(2)
     for stage in ("single", "rows", "arrow", "stream"):
         assert (cache / f"ready-{stage}").exists()
