@@ -608,37 +608,31 @@ def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) 
     n_seqs = 0
     docs = 0
     with open(tmp_bin, "wb") as f:
-        for reader in readers:
-            for batch in reader.batches([args.column], args.column):
-                col = batch.column(0)
-                try:
-                    res = enc.encode_arrow(col, num_threads=args.threads, large_list=True, **special)
-                except (arrow.ArrowRowError, ValueError) as e:
-                    raise CliError(f"{reader.path}: {str(e).splitlines()[0]}") from None
-                if hasattr(res, "combine_chunks"):
-                    res = res.combine_chunks()
-                flat = res.flatten().to_numpy(zero_copy_only=False)
-                if eot is not None:
-                    valid = res.is_valid().to_numpy(zero_copy_only=False)
-                    lens = res.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[valid]
-                    stream = np.empty(len(flat) + len(lens), dtype=dtype)
-                    eot_pos = np.cumsum(lens + 1) - 1
-                    mask = np.ones(len(stream), dtype=bool)
-                    mask[eot_pos] = False
-                    stream[mask] = flat
-                    stream[eot_pos] = eot
-                    docs += int(valid.sum())
-                else:
-                    stream = flat.astype(dtype, copy=False)
-                    docs += len(res) - res.null_count
-                if len(carry):
-                    stream = np.concatenate([carry, stream])
-                k = len(stream) // seq
-                if k:
-                    f.write(stream[: k * seq].astype("<" + np.dtype(dtype).str[1:], copy=False).tobytes())
-                    n_seqs += k
-                carry = stream[k * seq:].copy()
-                progress.update(len(col), _text_bytes(col), len(flat))
+        for col, res in _encoded_batches(readers, args, enc, special):
+            if hasattr(res, "combine_chunks"):
+                res = res.combine_chunks()
+            flat = res.flatten().to_numpy(zero_copy_only=False)
+            if eot is not None:
+                valid = res.is_valid().to_numpy(zero_copy_only=False)
+                lens = res.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[valid]
+                stream = np.empty(len(flat) + len(lens), dtype=dtype)
+                eot_pos = np.cumsum(lens + 1) - 1
+                mask = np.ones(len(stream), dtype=bool)
+                mask[eot_pos] = False
+                stream[mask] = flat
+                stream[eot_pos] = eot
+                docs += int(valid.sum())
+            else:
+                stream = flat.astype(dtype, copy=False)
+                docs += len(res) - res.null_count
+            if len(carry):
+                stream = np.concatenate([carry, stream])
+            k = len(stream) // seq
+            if k:
+                f.write(stream[: k * seq].astype("<" + np.dtype(dtype).str[1:], copy=False).tobytes())
+                n_seqs += k
+            carry = stream[k * seq:].copy()
+            progress.update(len(col), _text_bytes(col), len(flat))
     index = {
         "format": "tltok-packed-v1",
         "dtype": np.dtype(dtype).name,
@@ -689,16 +683,10 @@ def _shards(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress
     except OSError as e:
         raise CliError(f"cannot write {prefix}.bin: {e.strerror or e} (change -o/--output)") from None
     try:
-        for reader in readers:
-            for batch in reader.batches([args.column], args.column):
-                col = batch.column(0)
-                try:
-                    res = enc.encode_arrow(col, num_threads=args.threads, large_list=True, **special)
-                except (arrow.ArrowRowError, ValueError) as e:
-                    raise CliError(f"{reader.path}: {str(e).splitlines()[0]}") from None
-                n_before = writer.n_tokens
-                writer.add(res)
-                progress.update(len(col), _text_bytes(col), writer.n_tokens - n_before)
+        for col, res in _encoded_batches(readers, args, enc, special):
+            n_before = writer.n_tokens
+            writer.add(res)
+            progress.update(len(col), _text_bytes(col), writer.n_tokens - n_before)
         writer.finalize()
     except BaseException:
         writer.abort()
@@ -797,6 +785,19 @@ def cmd_encode(args) -> int:
 # ------------------------------------------------------------------------------------------------
 # other commands
 # ------------------------------------------------------------------------------------------------
+
+def _encoded_batches(readers, args, enc, special):
+    """(text column of one batch, its list<uint32> ids), reader by reader; a row the encoder
+    refuses is one CLI error naming the file."""
+    for reader in readers:
+        for batch in reader.batches([args.column], args.column):
+            col = batch.column(0)
+            try:
+                res = enc.encode_arrow(col, num_threads=args.threads, large_list=True, **special)
+            except (arrow.ArrowRowError, ValueError) as e:
+                raise CliError(f"{reader.path}: {str(e).splitlines()[0]}") from None
+            yield col, res
+
 
 def cmd_warmup(args) -> int:
     from . import warm

@@ -43,7 +43,7 @@ def text_to_utf8(text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+        return _no_lone_surrogates(text).encode("utf-8")
 
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
@@ -436,10 +436,7 @@ class Encoding:
         if disallowed <= self._special_tokens.keys():
             return amask, bool(amask.any()), self._mask(disallowed)
         # tiktoken refuses any string listed as disallowed, special token or not: search for them all.
-        import regex
-
-        pattern = regex.compile("|".join(regex.escape(s) for s in sorted(disallowed, key=len, reverse=True)))
-        return amask, bool(amask.any()), pattern
+        return amask, bool(amask.any()), _string_finder(frozenset(disallowed))
 
     def _check_disallowed(self, text: str, buf: np.ndarray, disallowed) -> None:
         if disallowed is None:
