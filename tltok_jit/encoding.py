@@ -397,6 +397,11 @@ class Encoding:
         """(bytes, offsets[n_vocab + 1], valid[n_vocab]): token i is bytes[offsets[i]:offsets[i+1]]."""
         return self._t.tok_bytes, self._t.tok_offsets, self._compiled.valid
 
+    def decoder_chain(self):
+        """The tokenizer.json decoder chain `decode` runs (`decoder_chain.DecoderChain`), or None when
+        decode is the token bytes joined (tiktoken files, byte-level tokenizer.json models)."""
+        return None if self._hf is None else self._hf.pipe.chain
+
     # ------------------------------------------------------------------ special-token policy
     def _mask(self, allowed: AbstractSet[str]) -> np.ndarray:
         key = frozenset(allowed)

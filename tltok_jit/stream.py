@@ -17,6 +17,11 @@ data[offsets[i]:offsets[i+1]]; valid[i] is False for unassigned ids), so `Encodi
   kernel call (`kernels.stream_decode.step_kernel`).
 
 decode(ids) is `b"".join(token bytes).decode("utf-8", "replace")` (tiktoken's and HF byte-level's).
+A tokenizer.json whose decoder is a chain (Mistral-7B: Replace, ByteFallback, Fuse, Strip) decodes
+through `decoder_chain`: for such a tokenizer (`enc.decoder_chain()` is not None) every class and
+function here runs the chain's `ChainStream`, a bounded window of recent ids, so its text is
+decode's too; a byte-fallback run is held back until a non-byte token ends it (`pending` holds its
+bytes, which may be more than 3).
 
 How: one stream at a time is Python-call-bound, so `StreamDecoder` returns a precomputed str for a
 token that is complete UTF-8 when nothing is pending, and otherwise runs CPython's C UTF-8 decoder
@@ -36,6 +41,7 @@ from codecs import utf_8_decode as _utf8_decode
 import numpy as np
 
 from .args import check_int, token_id_array
+from .decoder_chain import ChainStream
 from .kernels import stream_decode as _k
 
 __all__ = [
@@ -60,10 +66,10 @@ class TokenTables:
     unassigned); `token_strs[t]`: its text when complete, else None.
     """
 
-    __slots__ = ("data", "offsets", "valid", "n_vocab", "max_token_len", "name", "_token_bytes",
+    __slots__ = ("data", "offsets", "valid", "n_vocab", "max_token_len", "name", "chain", "_token_bytes",
                  "_token_strs", "_complete", "_packed", "__weakref__")
 
-    def __init__(self, data, offsets, valid, n_vocab=None, name=None):
+    def __init__(self, data, offsets, valid, n_vocab=None, name=None, chain=None):
         data = np.ascontiguousarray(data)
         offsets = np.ascontiguousarray(offsets)
         valid = np.ascontiguousarray(valid)
@@ -87,6 +93,7 @@ class TokenTables:
         lens = np.diff(offsets)
         self.max_token_len = int(lens[valid].max()) if nv and valid.any() else 0
         self.name = name
+        self.chain = chain  # a DecoderChain when decode is not the token bytes joined
         self._token_bytes = None
         self._token_strs = None
         self._complete = None
@@ -149,7 +156,9 @@ def token_tables(enc) -> TokenTables:
         return enc
     data, offsets, valid = enc.token_byte_table()
     name = getattr(enc, "name", None)
-    t = TokenTables(data, offsets, valid, getattr(enc, "n_vocab", None), name if isinstance(name, str) else None)
+    chain_of = getattr(enc, "decoder_chain", None)
+    t = TokenTables(data, offsets, valid, getattr(enc, "n_vocab", None), name if isinstance(name, str) else None,
+                    chain_of() if callable(chain_of) else None)
     key = id(enc)
     try:
         ref = weakref.ref(enc, lambda _r, key=key: _CACHE.get(key, (None,))[0] is _r and _CACHE.pop(key, None))
@@ -159,35 +168,41 @@ def token_tables(enc) -> TokenTables:
     return t
 
 
+def _checked_ids(tables: TokenTables, ids) -> list:
+    """`ids` as a list of ints, each in the vocabulary and assigned."""
+    if not isinstance(ids, np.ndarray):
+        ids = _as_id_array(ids, tables)
+    elif ids.ndim != 1 or ids.dtype.kind not in "iu":
+        raise TypeError(f"token ids must be a 1-d integer array, got {ids.dtype} {ids.shape}")
+    if ids.size == 0:
+        return []
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0:
+        raise tables.bad_id(lo)
+    if hi >= tables.n_vocab:
+        raise tables.bad_id(hi)
+    ok = tables.valid[ids]
+    if not ok.all():
+        raise tables.bad_id(int(ids[np.argmin(ok)]))
+    return ids.tolist()
+
+
 def _gather(tables: TokenTables, ids) -> bytes:
     """The joined bytes of `ids`, each validated first."""
     if isinstance(ids, np.ndarray):
-        if ids.ndim != 1 or ids.dtype.kind not in "iu":
-            raise TypeError(f"token ids must be a 1-d integer array, got {ids.dtype} {ids.shape}")
-        if ids.size == 0:
-            return b""
-        lo, hi = int(ids.min()), int(ids.max())
-        if lo < 0:
-            raise tables.bad_id(lo)
-        if hi >= tables.n_vocab:
-            raise tables.bad_id(hi)
-        ok = tables.valid[ids]
-        if not ok.all():
-            raise tables.bad_id(int(ids[np.argmin(ok)]))
-        ids = ids.tolist()
+        ids = _checked_ids(tables, ids)
     else:
         ids = _as_id_array(ids, tables).tolist()
-    if not ids:
-        return b""
-    lo, hi = min(ids), max(ids)
-    if lo < 0:
-        raise tables.bad_id(operator.index(lo))
-    if hi >= tables.n_vocab:
-        raise tables.bad_id(operator.index(hi))
+        if ids:
+            lo, hi = min(ids), max(ids)
+            if lo < 0:
+                raise tables.bad_id(operator.index(lo))
+            if hi >= tables.n_vocab:
+                raise tables.bad_id(operator.index(hi))
     parts = list(map(tables.token_bytes.__getitem__, ids))
     try:
         return b"".join(parts)
-    except TypeError:  # a None: out of range or unassigned
+    except TypeError:  # a None: unassigned
         for i, b in zip(ids, parts):
             if b is None:
                 raise tables.bad_id(operator.index(i)) from None
@@ -247,6 +262,11 @@ class StreamDecoder:
     """Decode one token at a time: `push(id)` returns the text that is now certain."""
 
     __slots__ = ("_tables", "_tb", "_ts", "_n", "_pending")
+
+    def __new__(cls, enc):
+        if cls is StreamDecoder and token_tables(enc).chain is not None:
+            cls = _ChainStreamDecoder
+        return object.__new__(cls)
 
     def __init__(self, enc):
         t = self._tables = token_tables(enc)
@@ -312,6 +332,40 @@ class StreamDecoder:
         self._pending = b""
 
 
+class _ChainStreamDecoder(StreamDecoder):
+    """StreamDecoder of a tokenizer whose decode is a decoder chain (see the module docstring)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, enc):
+        t = self._tables = token_tables(enc)
+        self._n = t.n_vocab
+        self._stream = ChainStream(t.chain)
+
+    def push(self, token_id) -> str:
+        if type(token_id) is not int:
+            token_id = check_int(token_id, "token_id")
+        if not 0 <= token_id < self._n or not self._tables.valid[token_id]:
+            raise self._tables.bad_id(operator.index(token_id))
+        return self._stream.push((token_id,))[0]
+
+    def push_many(self, ids) -> str:
+        return self._stream.push(_checked_ids(self._tables, ids))[0]
+
+    @property
+    def pending(self) -> bytes:
+        """The bytes of a byte-fallback run not yet ended by another token (any length)."""
+        return self._stream.pending
+
+    def finish(self) -> str:
+        s = self._stream.push((), final=True)[0]
+        self._stream.reset()
+        return s
+
+    def reset(self) -> None:
+        self._stream.reset()
+
+
 # --------------------------------------------------------------------------- state-dict and per-token forms
 
 
@@ -325,7 +379,10 @@ def decode_incremental(enc, new_ids, state: dict, *, final: bool = False) -> str
     O(len(new_ids)) decoding; the prefix is never decoded again (`state["text"]` is extended by
     appending). Keys other than "text" are private.
     """
-    buf = _gather(token_tables(enc), new_ids)
+    tables = token_tables(enc)
+    if tables.chain is not None:
+        return _chain_incremental(tables, new_ids, state, final)
+    buf = _gather(tables, new_ids)
     pending = state.get("_pending")
     if pending:
         buf = pending + buf
@@ -346,6 +403,23 @@ def decode_incremental(enc, new_ids, state: dict, *, final: bool = False) -> str
     return delta
 
 
+def _chain_incremental(tables: TokenTables, new_ids, state: dict, final: bool) -> str:
+    stream = state.get("_chain")
+    if stream is None or stream.chain is not tables.chain:
+        stream = state["_chain"] = ChainStream(tables.chain)
+        state.pop("_committed", None)
+    delta, rest = stream.push(_checked_ids(tables, new_ids), final)
+    committed = state.pop("_committed", None)
+    text = state.pop("text", "")
+    if committed is None:
+        committed = text  # a fresh (or foreign) state: its text is what came before
+    del text  # one reference left: the append below extends the string in place
+    committed += delta
+    state["_committed"] = committed
+    state["text"] = committed + rest if rest else committed
+    return delta
+
+
 def token_pieces(enc, ids) -> list:
     """One string per token: what the token completes. "".join(pieces) == decode(ids).
 
@@ -354,6 +428,12 @@ def token_pieces(enc, ids) -> list:
     One kernel call for the whole sequence.
     """
     tables = token_tables(enc)
+    if tables.chain is not None:
+        stream = ChainStream(tables.chain)
+        pieces = [stream.push((i,))[0] for i in _checked_ids(tables, ids)]
+        if pieces:
+            pieces[-1] += stream.push((), final=True)[0]
+        return pieces
     ids = _as_id_array(ids, tables)
     m = ids.shape[0]
     if m == 0:
@@ -436,6 +516,11 @@ class MultiStreamDecoder:
     Chunks of a stream + finish(i) == decode(its ids), exactly as with StreamDecoder.
     Not thread-safe: one caller at a time (the kernel itself releases the GIL).
     """
+
+    def __new__(cls, enc, n_streams: int):
+        if cls is MultiStreamDecoder and token_tables(enc).chain is not None:
+            cls = _ChainMultiStreamDecoder
+        return object.__new__(cls)
 
     def __init__(self, enc, n_streams: int):
         n_streams = operator.index(n_streams)
@@ -529,6 +614,84 @@ class MultiStreamDecoder:
             self._pcount[:] = 0
         else:
             self._pcount[self._stream(i)] = 0
+
+
+class _ChainMultiStreamDecoder(MultiStreamDecoder):
+    """MultiStreamDecoder of a tokenizer whose decode is a decoder chain: one ChainStream per stream,
+    stepped in Python. `pending_bytes` is n_streams x max(4, longest pending run)."""
+
+    def __init__(self, enc, n_streams: int):
+        n_streams = operator.index(n_streams)
+        if n_streams < 1:
+            raise ValueError(f"n_streams must be >= 1, got {n_streams}")
+        self._tables = token_tables(enc)
+        self.n_streams = n_streams
+        self._streams = [ChainStream(self._tables.chain) for _ in range(n_streams)]
+        self._all = np.arange(n_streams, dtype=np.int64)
+
+    @property
+    def pending_bytes(self) -> np.ndarray:
+        runs = [s.pending for s in self._streams]
+        out = np.zeros((self.n_streams, max(4, *map(len, runs))), np.uint8)
+        for i, r in enumerate(runs):
+            out[i, :len(r)] = np.frombuffer(r, np.uint8)
+        out.flags.writeable = False
+        return out
+
+    @property
+    def pending_count(self) -> np.ndarray:
+        out = np.array([len(s.pending) for s in self._streams], np.int64)
+        out.flags.writeable = False
+        return out
+
+    def _check(self, ids, streams):
+        ids, streams = self._ids_streams(ids, streams)
+        ids = _checked_ids(self._tables, ids)
+        streams = streams.tolist()
+        for j in streams:
+            if not 0 <= j < self.n_streams:
+                raise IndexError(f"stream index {j} out of range (n_streams {self.n_streams})")
+        return ids, streams
+
+    def step(self, ids, streams=None) -> list:
+        ids, streams = self._check(ids, streams)
+        ss = self._streams
+        return [ss[j].push((i,))[0] for i, j in zip(ids, streams)]
+
+    def step_bytes(self, ids, streams=None) -> tuple:
+        parts = [d.encode("utf-8") for d in self.step(ids, streams)]
+        offsets = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        return b"".join(parts), offsets
+
+    def step_masked(self, ids, mask) -> list:
+        ids = _as_id_array(ids, self._tables)
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_:
+            raise TypeError(f"step_masked: mask must be a boolean array, got {mask.dtype}")
+        if ids.shape[0] != self.n_streams or mask.shape != (self.n_streams,):
+            raise ValueError(f"step_masked: ids and mask must both have n_streams = {self.n_streams} entries")
+        fed = np.flatnonzero(mask)
+        out = [""] * self.n_streams
+        for j, d in zip(fed.tolist(), self.step(ids[fed], fed)):
+            out[j] = d
+        return out
+
+    def pending(self, i) -> bytes:
+        return self._streams[self._stream(i)].pending
+
+    def finish(self, i) -> str:
+        s = self._streams[self._stream(i)]
+        text = s.push((), final=True)[0]
+        s.reset()
+        return text
+
+    def finish_all(self) -> list:
+        return [self.finish(i) for i in range(self.n_streams)]
+
+    def reset(self, i=None) -> None:
+        for s in self._streams if i is None else [self._streams[self._stream(i)]]:
+            s.reset()
 
 
 def _as_stream_array(streams) -> np.ndarray:

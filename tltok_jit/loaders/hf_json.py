@@ -72,8 +72,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..decoder_chain import DecoderChain
 from ..model import AddedToken, ModelDescription, TokenizerFileError
 from ..unicode.regex16 import CLASS_PROPS as _CLASS_PROPS, unicode16_text as _unicode16_text  # noqa: F401
+from .byte_alphabet import BYTE_TO_CHAR, CHAR_TO_BYTE, beta_decode, bytes_to_unicode  # noqa: F401  (re-exported)
 
 __all__ = [
     "HFPipeline",
@@ -109,34 +111,6 @@ class SlowPretokenizerWarning(UserWarning):
 # ------------------------------------------------------------------------------------------------
 # GPT-2's byte alphabet
 # ------------------------------------------------------------------------------------------------
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> character map: printable bytes stand for themselves, the other 68 map to
-    U+0100, U+0101, ... in byte order."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
-BYTE_TO_CHAR = bytes_to_unicode()
-CHAR_TO_BYTE = {c: b for b, c in BYTE_TO_CHAR.items()}
-# str.translate table: byte-alphabet character -> the latin-1 character of its byte
-_TO_LATIN1 = {ord(c): chr(b) for c, b in CHAR_TO_BYTE.items()}
-_BETA_RE = re.compile("[" + "".join(re.escape(c) for c in CHAR_TO_BYTE) + "]*")
-
-
-def beta_decode(s: str) -> bytes | None:
-    """Bytes of a byte-alphabet string, or None if a character is outside the alphabet."""
-    if _BETA_RE.fullmatch(s) is None:
-        return None
-    return s.translate(_TO_LATIN1).encode("latin-1")
-
 
 # ------------------------------------------------------------------------------------------------
 # NFC as `tokenizers` computes it
@@ -227,6 +201,11 @@ class HFPipeline:
 
     def runtime(self, enc):
         return HFRuntime(enc, self)
+
+    @functools.cached_property
+    def chain(self) -> DecoderChain | None:
+        """The decoder chain every decode path runs (None: the kernels' byte gather)."""
+        return None if self.decoder is None else DecoderChain(self.decoder, self.token_strings)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1412,58 +1391,4 @@ class HFRuntime:
 
     def decode_python(self, ids: np.ndarray) -> str:
         """The decoder chain over token strings, as `tokenizers` runs it."""
-        strings = self.pipe.token_strings
-        tokens = [strings[i] for i in ids.tolist()]
-        for step in self.pipe.decoder:
-            kind = step[0]
-            if kind == "join_space":
-                tokens = [" ".join(tokens)]
-            elif kind == "replace":
-                tokens = [t.replace(step[1], step[2]) for t in tokens]
-            elif kind == "fuse":
-                tokens = ["".join(tokens)]
-            elif kind == "strip":
-                content, start, stop = step[1], step[2], step[3]
-                new = []
-                for t in tokens:
-                    a = 0
-                    while a < min(start, len(t)) and t[a] == content:
-                        a += 1
-                    z = len(t)
-                    k = 0
-                    while k < stop and z > a and t[z - 1] == content:
-                        z -= 1
-                        k += 1
-                    new.append(t[a:z])
-                tokens = new
-            elif kind == "bytefallback":
-                new = []
-                run = bytearray()
-                for t in tokens:
-                    if len(t) == 6 and _BYTE_TOKEN_RE.fullmatch(t) is not None:
-                        run.append(int(t[3:5], 16))
-                        continue
-                    if run:
-                        new.append(_bytes_run(run))
-                        run = bytearray()
-                    new.append(t)
-                if run:
-                    new.append(_bytes_run(run))
-                tokens = new
-            elif kind == "metaspace":  # tokenizers drops every `rep` of the FIRST token (unless "never")
-                rep, scheme = step[1], step[2]
-                tokens = [t.replace(rep, "" if (i == 0 and scheme != "never") else " ") for i, t in enumerate(tokens)]
-            elif kind == "bytelevel":
-                raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
-                tokens = [raw.decode("utf-8", "replace")]
-        return "".join(tokens)
-
-
-_BYTE_TOKEN_RE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
-
-
-def _bytes_run(run: bytearray) -> str:
-    try:
-        return run.decode("utf-8")
-    except UnicodeDecodeError:
-        return "\ufffd" * len(run)  # tokenizers' ByteFallback: one U+FFFD per byte of an invalid run
+        return self.pipe.chain.decode(ids.tolist())

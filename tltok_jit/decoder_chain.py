@@ -1,0 +1,248 @@
+"""A tokenizer.json decoder chain run over token ids: whole (`DecoderChain.decode`) or one id at a time (`ChainStream`).
+
+The chain is the steps `loaders.hf_json` reads from the file's `decoder` (Mistral-7B:
+Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)), applied to the token strings as
+`tokenizers` applies them. Every decoder path of such a model goes through this module:
+`Encoding.decode`, and `stream.StreamDecoder` / `MultiStreamDecoder` / `decode_incremental` /
+`token_pieces`, so their text is `decode`'s by construction.
+
+`ChainStream` re-renders a bounded window: a primer of the last `PRIMER_LEN` ids, whose text is
+subtracted, plus the ids that came after it. What the next ids can still change is held back:
+
+* a trailing run of byte-fallback ids (`<0xNN>`): ByteFallback renders a whole run as one U+FFFD
+  per byte as soon as any byte of it is ill-formed, so a later byte can revise the run's text;
+* a trailing U+FFFD (a ByteLevel step's incomplete character, or a run in progress);
+* trailing strip characters when a whole-text Strip removes some from the end (`stop > 0`).
+
+The window restarts (shrinks to the primer) once all of it is settled and the primer carries what
+the rules after it depend on: it does not end inside a byte run, and, under a whole-text Strip
+from the start, its own text is not empty (so the strip stopped inside it). A chain whose text
+after a join can be rewritten across token boundaries (a Replace of several characters, or of
+"", after Fuse / ByteFallback / ByteLevel / the null decoder's join) never restarts: exact, but
+each step re-renders everything (no supported file has one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .loaders.byte_alphabet import beta_decode
+
+__all__ = ["ChainStream", "DecoderChain", "PRIMER_LEN"]
+
+FFFD = "\ufffd"
+PRIMER_LEN = 4
+_BYTE_TOKEN_RE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+_JOINING = frozenset({"fuse", "bytelevel", "join_space", "bytefallback"})
+
+
+def _bytes_run(run: bytearray) -> str:
+    try:
+        return run.decode("utf-8")
+    except UnicodeDecodeError:
+        return FFFD * len(run)  # tokenizers' ByteFallback: one U+FFFD per byte of an invalid run
+
+
+def _strip(tokens: list[str], content: str, start: int, stop: int) -> list[str]:
+    new = []
+    for t in tokens:
+        a = 0
+        while a < min(start, len(t)) and t[a] == content:
+            a += 1
+        z = len(t)
+        k = 0
+        while k < stop and z > a and t[z - 1] == content:
+            z -= 1
+            k += 1
+        new.append(t[a:z])
+    return new
+
+
+class DecoderChain:
+    """The decoder steps of one tokenizer.json and its token strings (id -> str, None where unassigned)."""
+
+    __slots__ = ("steps", "token_strings", "byte_ids", "windowed", "strip_needs_primer_text", "end_strip",
+                 "_byte_of")
+
+    def __init__(self, steps: Sequence[tuple], token_strings: Sequence[str | None]):
+        self.steps = tuple(steps)
+        self.token_strings = list(token_strings)
+        joined = False
+        windowed = True
+        needs_text = False
+        end_strip: str | None = None
+        byte_step = False
+        for step in self.steps:
+            kind = step[0]
+            if kind == "bytefallback" and not joined:
+                byte_step = True
+            if joined:
+                if kind == "replace" and len(step[1]) != 1:
+                    windowed = False  # a match can span the joined tokens, aligned by all the text before
+                elif kind == "strip":
+                    needs_text = needs_text or step[2] > 0
+                    if step[3] > 0:
+                        end_strip = step[1]
+            if kind in _JOINING and kind != "bytefallback":
+                joined = True
+            elif kind == "bytefallback":
+                joined = True  # runs of byte tokens become one string
+        self.windowed = windowed
+        self.strip_needs_primer_text = needs_text
+        self.end_strip = end_strip
+        # ids whose string the ByteFallback step sees as a byte token (over-inclusive is safe: it only
+        # holds more back); None of the per-token steps before it turn other tokens into byte tokens
+        # in any supported file, but the strings are checked after those steps too.
+        byte_of: dict[int, int] = {}
+        if byte_step:
+            pre = []
+            for step in self.steps:
+                if step[0] == "bytefallback":
+                    break
+                pre.append(step)
+            for i, s in enumerate(self.token_strings):
+                if s is None:
+                    continue
+                for form in {s, self._per_token(pre, s, first=False), self._per_token(pre, s, first=True)}:
+                    if len(form) == 6 and _BYTE_TOKEN_RE.fullmatch(form) is not None:
+                        byte_of[i] = int(form[3:5], 16)
+                        break
+        self._byte_of = byte_of
+        self.byte_ids = frozenset(byte_of)
+
+    @staticmethod
+    def _per_token(steps, s: str, first: bool) -> str:
+        for step in steps:
+            if step[0] == "replace":
+                s = s.replace(step[1], step[2])
+            elif step[0] == "strip":
+                s = _strip([s], step[1], step[2], step[3])[0]
+            elif step[0] == "metaspace":
+                s = s.replace(step[1], "" if (first and step[2] != "never") else " ")
+        return s
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The chain over the ids' token strings, as `tokenizers` runs it (ids already validated)."""
+        strings = self.token_strings
+        tokens = [strings[i] for i in ids]
+        for step in self.steps:
+            kind = step[0]
+            if kind == "join_space":
+                tokens = [" ".join(tokens)]
+            elif kind == "replace":
+                tokens = [t.replace(step[1], step[2]) for t in tokens]
+            elif kind == "fuse":
+                tokens = ["".join(tokens)]
+            elif kind == "strip":
+                tokens = _strip(tokens, step[1], step[2], step[3])
+            elif kind == "bytefallback":
+                new = []
+                run = bytearray()
+                for t in tokens:
+                    if len(t) == 6 and _BYTE_TOKEN_RE.fullmatch(t) is not None:
+                        run.append(int(t[3:5], 16))
+                        continue
+                    if run:
+                        new.append(_bytes_run(run))
+                        run = bytearray()
+                    new.append(t)
+                if run:
+                    new.append(_bytes_run(run))
+                tokens = new
+            elif kind == "metaspace":  # tokenizers drops every `rep` of the FIRST token (unless "never")
+                rep, scheme = step[1], step[2]
+                tokens = [t.replace(rep, "" if (i == 0 and scheme != "never") else " ") for i, t in enumerate(tokens)]
+            elif kind == "bytelevel":
+                raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
+                tokens = [raw.decode("utf-8", "replace")]
+        return "".join(tokens)
+
+    def trailing_bytes(self, ids: Sequence[int]) -> bytes:
+        """The bytes of the byte-fallback run `ids` ends with (b"" if it ends with another id)."""
+        byte_of = self._byte_of
+        n = len(ids)
+        k = n
+        while k > 0 and ids[k - 1] in byte_of:
+            k -= 1
+        return bytes(byte_of[i] for i in ids[k:])
+
+
+def _common_prefix_len(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class ChainStream:
+    """One stream of ids through a DecoderChain: `push(ids)` returns (settled delta, unsettled rest).
+
+    The deltas concatenate to a prefix of `decode(all ids)` that later ids never change; delta +
+    rest of the last call is what the window adds, so emitted + rest == decode(all ids so far).
+    `push([], final=True)` settles everything."""
+
+    __slots__ = ("chain", "_win", "_read", "_primer_text", "_shown")
+
+    def __init__(self, chain: DecoderChain):
+        self.chain = chain
+        self.reset()
+
+    def reset(self) -> None:
+        self._win: list[int] = []
+        self._read = 0           # the first _read ids of the window are the primer
+        self._primer_text = ""   # decode(primer)
+        self._shown = 0          # how much of the window's text after the primer was emitted
+
+    @property
+    def pending(self) -> bytes:
+        """The bytes of the byte-fallback run still open at the end (held back with its text)."""
+        return self.chain.trailing_bytes(self._win[self._read:])
+
+    def push(self, ids: Sequence[int], final: bool = False) -> tuple[str, str]:
+        chain = self.chain
+        win = self._win
+        win += ids
+        read = self._read
+        skip = len(self._primer_text)
+        text = chain.decode(win)[skip:]
+        if final:
+            settled = len(text)
+        else:
+            k = 0
+            byte_ids = chain.byte_ids
+            if byte_ids:
+                n = len(win)
+                while n - k > read and win[n - k - 1] in byte_ids:
+                    k += 1
+            if k:
+                settled = _common_prefix_len(chain.decode(win[:len(win) - k])[skip:], text)
+            else:
+                settled = len(text)
+            while settled and text[settled - 1] == FFFD:
+                settled -= 1
+            if chain.end_strip is not None:
+                while settled and text[settled - 1] == chain.end_strip:
+                    settled -= 1
+            if settled < self._shown:  # only the strip rules above can get here, and they never hold less
+                raise AssertionError(f"decoder chain: settled text {text[:settled]!r} revises emitted text")
+        delta = text[self._shown:settled]
+        rest = text[settled:]
+        self._shown = settled
+        if settled == len(text) and chain.windowed and len(win) > PRIMER_LEN:
+            primer = win[-PRIMER_LEN:]
+            if not chain.trailing_bytes(primer):
+                primer_text = chain.decode(primer)
+                if primer_text or not chain.strip_needs_primer_text:
+                    self._win = primer
+                    self._read = PRIMER_LEN
+                    self._primer_text = primer_text
+                    self._shown = 0
+        return delta, rest
