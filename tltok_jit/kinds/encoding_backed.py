@@ -1,9 +1,9 @@
 """A Tokenizer over a `tltok_jit.Encoding` whose decode drops a given id set (tiktoken, whisper, huggingface).
 
-`byte_level=True` says the Encoding's decode is its token bytes joined and decoded with
-errors="replace" (tiktoken rank files); then `decode_incremental` and `token_pieces` use the
-Encoding's own streaming decoder, which never re-decodes the prefix. Otherwise (a tokenizer.json
-decoder chain) they are the contract's re-rendering defaults.
+`decode_incremental` and `token_pieces` use the Encoding's own streaming forms (`tltok_jit.stream`:
+token bytes appended, or a tokenizer.json decoder chain over a bounded window), which equal its
+`decode` and never re-decode the prefix; `encoding_streams=False` falls back to the contract's
+re-rendering defaults (needed when `decode_kwargs` make `decode` differ from the Encoding's).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["EncodingTokenizer"]
 class EncodingTokenizer(Tokenizer):
     """`Encoding` behind the registry contract; `special_ids` are dropped before decoding."""
 
-    def __init__(self, enc: Encoding, special_ids: Iterable[int], *, kind: str, byte_level: bool,
+    def __init__(self, enc: Encoding, special_ids: Iterable[int], *, kind: str, encoding_streams: bool = True,
                  allowed_special: Any = frozenset(), decode_kwargs: dict | None = None,
                  empty_ids: Iterable[int] = ()):
         self.encoding = enc
@@ -30,7 +30,7 @@ class EncodingTokenizer(Tokenizer):
         self.vocab_size = enc.n_vocab
         self.special_ids = frozenset(special_ids)
         self._special_arr = np.array(sorted(self.special_ids), dtype=np.int64)
-        self._byte_level = byte_level
+        self._encoding_streams = encoding_streams
         self._allowed_special = allowed_special
         self._decode_kwargs = decode_kwargs or {}
         # Ids that render as nothing and that the Encoding does not hold (Whisper's empty rank).
@@ -57,12 +57,12 @@ class EncodingTokenizer(Tokenizer):
         return self._call(self.encoding.decode, self._kept(ids), **self._decode_kwargs)
 
     def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
-        if not self._byte_level:
+        if not self._encoding_streams:
             return super().decode_incremental(new_ids, state, final=final)
         return self._call(self.encoding.decode_incremental, self._kept(new_ids), state, final=final)
 
     def token_pieces(self, ids: Sequence[int]) -> list[str]:
-        if not self._byte_level:
+        if not self._encoding_streams:
             return super().token_pieces(ids)
         ids = self.check_ids(ids)
         keep = [n for n, i in enumerate(ids) if i not in self._dropped]

@@ -11,42 +11,25 @@ the text, as `tokenizers`' `encode(text, add_special_tokens=...)`.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-
 from ..encoding import Encoding
 from ..loaders.hf_json import read_hf_json
 from ..model import TokenizerFileError
-from ..tokenizer import TokenizerAssetError, TokenizerSpec, WindowedIncremental
+from ..tokenizer import TokenizerAssetError, TokenizerSpec
 from .encoding_backed import EncodingTokenizer
 
 __all__ = ["HuggingFaceTokenizer", "build"]
 
-_BYTE_PIECE = re.compile(rb"<0x[0-9A-F]{2}>")
 
+class HuggingFaceTokenizer(EncodingTokenizer):
+    """tokenizer.json behind the contract; streaming is the Encoding's (`tltok_jit.stream`), which runs
+    a decoder chain such as Mistral-7B's over a bounded window of recent ids."""
 
-class HuggingFaceTokenizer(WindowedIncremental, EncodingTokenizer):
-    """tokenizer.json behind the contract; streaming decodes a window of recent ids (its decoder
-    chain is not piece-local, so it cannot append token bytes)."""
-
-    def __init__(self, enc: Encoding, special_ids, byte_ids: frozenset[int], *, add_special_tokens: bool):
-        super().__init__(enc, special_ids, kind="huggingface", byte_level=False, allowed_special="all")
-        self._byte_ids = byte_ids
+    def __init__(self, enc: Encoding, special_ids, *, add_special_tokens: bool):
+        super().__init__(enc, special_ids, kind="huggingface", allowed_special="all")
         self._add_special_tokens = add_special_tokens
 
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode(text, allowed_special="all", add_special_tokens=self._add_special_tokens)
-
-    def unsettled_count(self, ids: Sequence[int]) -> int:
-        # ByteFallback turns a whole invalid byte run into U+FFFD, so a later byte can revise text
-        # already rendered from the run: it settles only when a non-byte token follows.
-        n = 0
-        for i in reversed(ids):
-            if i in self._byte_ids or i in self.special_ids:
-                n += 1
-            else:
-                break
-        return n
 
 
 def build(spec: TokenizerSpec) -> HuggingFaceTokenizer:
@@ -62,6 +45,4 @@ def build(spec: TokenizerSpec) -> HuggingFaceTokenizer:
         assets = f"asset 'tokenizer' ({path})" + (f" with asset 'config' ({config})" if config else "")
         raise TokenizerAssetError(f"tokenizer kind 'huggingface': {assets}: {e}") from None
     special = frozenset(t.id for t in desc.added_tokens if t.special)
-    byte_ids = frozenset(i for b, i in desc.vocab.items() if _BYTE_PIECE.fullmatch(b)) if desc.char_level else frozenset()
-    return HuggingFaceTokenizer(enc, special, byte_ids,
-                                add_special_tokens=bool(spec.options.get("add_special_tokens", False)))
+    return HuggingFaceTokenizer(enc, special, add_special_tokens=bool(spec.options.get("add_special_tokens", False)))

@@ -39,4 +39,4 @@ def build(spec: TokenizerSpec) -> EncodingTokenizer:
     allowed = spec.options.get("allowed_special", frozenset())
     if allowed != "all":
         allowed = frozenset(allowed)
-    return EncodingTokenizer(enc, special, kind="tiktoken", byte_level=True, allowed_special=allowed)
+    return EncodingTokenizer(enc, special, kind="tiktoken", allowed_special=allowed)

@@ -48,7 +48,7 @@ class WhisperTokenizer(EncodingTokenizer):
 
     def __init__(self, enc: Encoding, specials: dict[str, int], num_languages: int, empty_ids: frozenset[int]):
         self.eot = specials["<|endoftext|>"]
-        super().__init__(enc, range(self.eot, enc.n_vocab), kind="whisper", byte_level=True, empty_ids=empty_ids)
+        super().__init__(enc, range(self.eot, enc.n_vocab), kind="whisper", empty_ids=empty_ids)
         self.num_languages = num_languages
         self.special_tokens = dict(specials)
         self.sot = specials["<|startoftranscript|>"]
