@@ -1335,36 +1335,49 @@ class HFRuntime:
 
     def encode_arrow(self, array, *, num_threads, allowed_special, disallowed_special, errors, large_list,
                      counting: bool):
-        """Arrow columns for pipelines that need Python: rows as Python strings, encoded like `encode`
-        (null rows stay null)."""
+        """Arrow columns for pipelines that need Python: rows read as bytes and encoded like `encode`
+        of `row.decode("utf-8", errors)` (null rows stay null). Row errors (invalid UTF-8 with
+        errors="strict", a disallowed special token) raise `ArrowRowError` naming the row in the
+        whole input, across chunks."""
         import pyarrow as pa
 
-        from ..arrow import as_arrow, validate_text_array
+        from ..arrow import ArrowRowError, as_arrow, validate_text_array
 
+        if errors not in ("replace", "strict"):
+            raise ValueError(f"errors must be 'replace' or 'strict', not {errors!r}")
         arr = as_arrow(array)
         chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
         out_chunks = []
+        row_base = 0
         for chunk in chunks:
             validate_text_array(chunk)
-            rows = chunk.to_pylist()
-            texts = []
-            for r, v in enumerate(rows):
-                if isinstance(v, (bytes, bytearray, memoryview)):
-                    try:
-                        v = bytes(v).decode("utf-8", errors)
-                    except UnicodeDecodeError as e:
-                        raise ValueError(f"row {r}: invalid UTF-8 ({e})") from None
-                texts.append(v)
-            vals = [None if t is None else
-                    self.enc.encode_to_numpy(t, allowed_special=allowed_special, disallowed_special=disallowed_special)
-                    for t in texts]
+            vals = []
+            for r, b in enumerate(_row_bytes(chunk)):
+                if b is None:
+                    vals.append(None)
+                    continue
+                row = row_base + r
+                try:
+                    text = b.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    if errors == "strict":
+                        raise ArrowRowError(f"row {row}: invalid UTF-8 at byte {e.start} "
+                                            f"({b[max(e.start - 8, 0):e.start + 8]!r}); pass errors='replace' to "
+                                            f"encode it as bytes.decode('utf-8', 'replace') would", row) from None
+                    text = b.decode("utf-8", "replace")
+                try:
+                    vals.append(self.enc.encode_to_numpy(text, allowed_special=allowed_special,
+                                                         disallowed_special=disallowed_special))
+                except ValueError as e:
+                    raise ArrowRowError(f"row {row}: {e}", row) from None
+            row_base += len(chunk)
             if counting:
                 out_chunks.append(pa.array([None if v is None else len(v) for v in vals], type=pa.int64()))
             else:
                 total = sum(len(v) for v in vals if v is not None)
                 large = large_list if large_list is not None else total > 2**31 - 1
                 typ = pa.large_list(pa.uint32()) if large else pa.list_(pa.uint32())
-                out_chunks.append(pa.array([None if v is None else v for v in vals], type=typ))
+                out_chunks.append(pa.array(vals, type=typ))
         if isinstance(arr, pa.ChunkedArray):
             return pa.chunked_array(out_chunks, type=out_chunks[0].type if out_chunks else
                                     (pa.int64() if counting else pa.list_(pa.uint32())))
@@ -1392,3 +1405,20 @@ class HFRuntime:
     def decode_python(self, ids: np.ndarray) -> str:
         """The decoder chain over token strings, as `tokenizers` runs it."""
         return self.pipe.chain.decode(ids.tolist())
+
+
+_AS_BINARY = {"string": "binary", "large_string": "large_binary", "string_view": "binary_view"}
+
+
+def _row_bytes(chunk) -> list:
+    """The rows of a string / binary (or dictionary-encoded) Arrow array as bytes, None for a null:
+    string rows are read as binary, so bytes that are not UTF-8 reach the caller instead of raising."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(chunk.type):
+        values = _row_bytes(chunk.dictionary)
+        return [None if i is None else values[i] for i in chunk.indices.to_pylist()]
+    binary = _AS_BINARY.get(str(chunk.type))
+    if binary is not None:
+        chunk = chunk.view(getattr(pa, binary)())
+    return [None if v is None else bytes(v) for v in chunk.to_pylist()]
