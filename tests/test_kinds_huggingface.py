@@ -125,8 +125,8 @@ def test_pieces_contract_llama3(pair, ids):
 @pytest.mark.parametrize("name", ["llama3", "mistral-7b"])
 def test_incremental_state_stays_bounded(pair, name):
     # llama3 appends token bytes (at most 3 pending); mistral-7b's decoder chain re-renders a window
-    # of the last PRIMER_LEN ids plus the unsettled ones (a byte-fallback run)
-    from tltok_jit.decoder_chain import PRIMER_LEN
+    # of fewer than WINDOW_LEN settled ids plus the unsettled ones (a byte-fallback run)
+    from tltok_jit.decoder_chain import WINDOW_LEN
 
     tok, oracle = pair(name)
     ids = tok.encode("The quick brown fox jumps over the lazy dog, 你好 😀 🦡. " * 40)
@@ -137,4 +137,4 @@ def test_incremental_state_stays_bounded(pair, name):
         longest = max(longest, held)
         assert state["text"] == oracle.decode(ids[:len(deltas)], skip_special_tokens=True)
     assert "".join(deltas) == tok.decode(ids)
-    assert longest <= (PRIMER_LEN + 4 if name == "mistral-7b" else 3)
+    assert longest <= (WINDOW_LEN + 4 if name == "mistral-7b" else 3)

@@ -7,7 +7,7 @@ Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)), applied to the token
 `token_pieces`, so their text is `decode`'s by construction.
 
 `ChainStream` re-renders a bounded window: a primer of the last `PRIMER_LEN` ids, whose text is
-subtracted, plus the ids that came after it. What the next ids can still change is held back:
+subtracted, plus the ids that came after it (up to `WINDOW_LEN` in all while everything is settled). What the next ids can still change is held back:
 
 * a trailing run of byte-fallback ids (`<0xNN>`): ByteFallback renders a whole run as one U+FFFD
   per byte as soon as any byte of it is ill-formed, so a later byte can revise the run's text;
@@ -29,10 +29,11 @@ from collections.abc import Sequence
 
 from .loaders.byte_alphabet import beta_decode
 
-__all__ = ["ChainStream", "DecoderChain", "PRIMER_LEN"]
+__all__ = ["ChainStream", "DecoderChain", "PRIMER_LEN", "WINDOW_LEN"]
 
 FFFD = "\ufffd"
 PRIMER_LEN = 4
+WINDOW_LEN = 12  # a settled window restarts once it holds this many ids (not at every id: decode(primer) costs a render)
 _BYTE_TOKEN_RE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 _JOINING = frozenset({"fuse", "bytelevel", "join_space", "bytefallback"})
 
@@ -140,7 +141,7 @@ class DecoderChain:
                 new = []
                 run = bytearray()
                 for t in tokens:
-                    if len(t) == 6 and _BYTE_TOKEN_RE.fullmatch(t) is not None:
+                    if len(t) == 6 and t[1] == "0" and _BYTE_TOKEN_RE.fullmatch(t) is not None:
                         run.append(int(t[3:5], 16))
                         continue
                     if run:
@@ -236,7 +237,7 @@ class ChainStream:
         delta = text[self._shown:settled]
         rest = text[settled:]
         self._shown = settled
-        if settled == len(text) and chain.windowed and len(win) > PRIMER_LEN:
+        if settled == len(text) and chain.windowed and len(win) >= WINDOW_LEN:
             primer = win[-PRIMER_LEN:]
             if not chain.trailing_bytes(primer):
                 primer_text = chain.decode(primer)

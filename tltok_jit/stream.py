@@ -67,7 +67,7 @@ class TokenTables:
     """
 
     __slots__ = ("data", "offsets", "valid", "n_vocab", "max_token_len", "name", "chain", "_token_bytes",
-                 "_token_strs", "_complete", "_packed", "__weakref__")
+                 "_token_strs", "_valid_flags", "_complete", "_packed", "__weakref__")
 
     def __init__(self, data, offsets, valid, n_vocab=None, name=None, chain=None):
         data = np.ascontiguousarray(data)
@@ -94,6 +94,7 @@ class TokenTables:
         self.max_token_len = int(lens[valid].max()) if nv and valid.any() else 0
         self.name = name
         self.chain = chain  # a DecoderChain when decode is not the token bytes joined
+        self._valid_flags = None
         self._token_bytes = None
         self._token_strs = None
         self._complete = None
@@ -106,6 +107,14 @@ class TokenTables:
         if p is None:
             p = self._packed = _k.pack_table(self.offsets, self.valid, self.complete)
         return p
+
+    @property
+    def valid_flags(self) -> bytes:
+        """`valid` as bytes (1 = assigned): indexed by a Python int far faster than the array."""
+        v = self._valid_flags
+        if v is None:
+            v = self._valid_flags = self.valid.astype(np.uint8).tobytes()
+        return v
 
     @property
     def complete(self) -> np.ndarray:
@@ -170,6 +179,14 @@ def token_tables(enc) -> TokenTables:
 
 def _checked_ids(tables: TokenTables, ids) -> list:
     """`ids` as a list of ints, each in the vocabulary and assigned."""
+    if type(ids) in (list, tuple) and len(ids) <= 64:  # the streaming case: a few ids, no numpy
+        flags = tables.valid_flags
+        n = tables.n_vocab
+        for i in ids:
+            if type(i) is not int or not 0 <= i < n or not flags[i]:
+                break  # the array path below names the problem
+        else:
+            return list(ids)
     if not isinstance(ids, np.ndarray):
         ids = _as_id_array(ids, tables)
     elif ids.ndim != 1 or ids.dtype.kind not in "iu":

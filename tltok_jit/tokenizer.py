@@ -220,8 +220,11 @@ class WindowedIncremental:
             settled = text if k == 0 else common_prefix(self.decode(win[:len(win) - k])[len(primer_text):], text)
             settled = settled.rstrip(FFFD)
         delta = settled[shown:]
+        state.pop("_done", None)  # `done` is now the only reference: the append below extends it in place
+        state.pop("text", None)
         done += delta
-        state["text"] = done + text[len(settled):]
+        rest = text[len(settled):]
+        state["text"] = done + rest if rest else done
         if k == 0 and len(settled) == len(text) and self.window_can_restart(win):
             # all settled: the window shrinks to a primer
             state["_win"] = win[-self.primer_len:]

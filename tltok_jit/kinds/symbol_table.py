@@ -82,8 +82,8 @@ class SymbolTableTokenizer(Tokenizer):
 
     def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
         """Trailing whitespace is held back (the final strip would remove it); `final` changes nothing."""
-        text = state.get("text", "")
         added = "".join(self._render(new_ids))
+        text = state.pop("text", "")  # the only reference left: the append below extends it in place
         if not text:
             added = added.lstrip()
             if not added:
@@ -92,7 +92,8 @@ class SymbolTableTokenizer(Tokenizer):
         combined = state.get("_ws", "") + added
         visible = combined.rstrip()
         state["_ws"] = combined[len(visible):]
-        state["text"] = text + visible
+        text += visible
+        state["text"] = text
         return visible
 
     def token_pieces(self, ids: Sequence[int]) -> list[str]:
