@@ -226,3 +226,45 @@ def test_chain_stream_equals_tokenizers_decoder(chain_name):
         assert rest == "" and emitted + delta == full, (ids, emitted + delta, full)
 
     run()
+
+
+def test_mistral_multi_stream_masked_and_bytes_forms():
+    enc = encoding("mistral-7b")
+    byte = {b: enc.encode_single_token(f"<0x{b:02X}>") for b in range(256)}
+    a = enc.encode("Hello 🦡 world") + [byte[b] for b in "ё".encode()] + enc.encode(" end")
+    b = [byte[b] for b in "😀".encode()] + enc.encode(" two streams")
+    la, lb = len(a), len(b)
+    n = max(la, lb)
+    a, b = a + [0] * (n - la), b + [0] * (n - lb)  # padding ids are masked out below
+    masked, as_bytes = MultiStreamDecoder(enc, 2), MultiStreamDecoder(enc, 2)
+    got_m, got_b = ["", ""], [b"", b""]
+    for j in range(n):
+        mask = np.array([j < la, j < lb])
+        for s, d in enumerate(masked.step_masked([a[j], b[j]], mask)):
+            got_m[s] += d
+        if j == 3:  # stream 1 is inside the four byte pieces of U+1F600
+            assert masked.pending(1) == "😀".encode() and masked.pending_count.tolist()[1] == 4
+            assert masked.pending_bytes[1, :4].tobytes() == "😀".encode()
+        fed = [s for s in (0, 1) if mask[s]]
+        if fed:
+            data, offs = as_bytes.step_bytes([(a, b)[s][j] for s in fed], fed)
+            for k, s in enumerate(fed):
+                got_b[s] += data[offs[k]:offs[k + 1]]
+    for s, ids in enumerate((a[:la], b[:lb])):
+        assert got_m[s] + masked.finish(s) == enc.decode(ids)
+        assert got_b[s].decode() + as_bytes.finish(s) == enc.decode(ids)
+
+
+def test_mistral_bad_ids_are_named():
+    enc = encoding("mistral-7b")
+    for bad in (-1, enc.n_vocab):
+        with pytest.raises(ValueError, match=f"token id {bad} "):
+            StreamDecoder(enc).push(bad)
+        with pytest.raises(ValueError, match=f"token id {bad} "):
+            enc.decode_incremental([5, bad], {})
+        with pytest.raises(ValueError, match=f"token id {bad} "):
+            enc.token_pieces([bad])
+        with pytest.raises((ValueError, IndexError)):
+            MultiStreamDecoder(enc, 1).step([bad])
+    with pytest.raises(TypeError, match="token_id"):
+        StreamDecoder(enc).push(1.5)
