@@ -76,25 +76,21 @@ class DecoderChain:
         byte_step = False
         for step in self.steps:
             kind = step[0]
-            if kind == "bytefallback" and not joined:
-                byte_step = True
-            if joined:
-                if kind == "replace" and len(step[1]) != 1:
-                    windowed = False  # a match can span the joined tokens, aligned by all the text before
-                elif kind == "strip":
-                    needs_text = needs_text or step[2] > 0
-                    if step[3] > 0:
-                        end_strip = step[1]
-            if kind in _JOINING and kind != "bytefallback":
+            if not joined:
+                byte_step = byte_step or kind == "bytefallback"
+            elif kind == "replace" and len(step[1]) != 1:
+                windowed = False  # a match can span the joined tokens, aligned by all the text before
+            elif kind == "strip":
+                needs_text = needs_text or step[2] > 0
+                if step[3] > 0:
+                    end_strip = step[1]
+            if kind in _JOINING:  # after it, a step sees text of several tokens (a byte run is one string)
                 joined = True
-            elif kind == "bytefallback":
-                joined = True  # runs of byte tokens become one string
         self.windowed = windowed
         self.strip_needs_primer_text = needs_text
         self.end_strip = end_strip
-        # ids whose string the ByteFallback step sees as a byte token (over-inclusive is safe: it only
-        # holds more back); None of the per-token steps before it turn other tokens into byte tokens
-        # in any supported file, but the strings are checked after those steps too.
+        # ids whose string the ByteFallback step sees as a byte token, as written or after the per-token
+        # steps before it (over-inclusive is safe: it only holds more back)
         byte_of: dict[int, int] = {}
         if byte_step:
             pre = []
