@@ -36,7 +36,8 @@ the JSON field and its value, so a file that loads is a file encoded exactly):
 * post_processor: null, `ByteLevel` (adds nothing), `TemplateProcessing` (single sequence),
   `Sequence`; used by `encode(..., add_special_tokens=True)`.
 * decoder: `ByteLevel` (fast byte gather), or a Python chain of `Replace` (String), `ByteFallback`,
-  `Fuse`, `Strip`, `Metaspace`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF).
+  `Fuse`, `Strip`, `Metaspace`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF). The
+  chain runs in `tltok_jit.decoder_chain`, for `decode` and for every streaming decoder alike.
 * `truncation` / `padding` must be null.
 
 Unicode versions (measured with tokenizers 0.23.3; tests in tests/test_hf_json.py):
