@@ -13,11 +13,11 @@ import functools
 
 import numpy as np
 import pytest
+from conftest import get_ours, get_shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tltok_jit
-from conftest import get_ours, get_shared_path
 from tltok_jit.decoder_chain import WINDOW_LEN, ChainStream, DecoderChain
 from tltok_jit.stream import MultiStreamDecoder, StreamDecoder, token_tables
 

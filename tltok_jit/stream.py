@@ -281,9 +281,8 @@ class StreamDecoder:
     __slots__ = ("_tables", "_tb", "_ts", "_n", "_pending")
 
     def __new__(cls, enc):
-        if cls is StreamDecoder and token_tables(enc).chain is not None:
-            cls = _ChainStreamDecoder
-        return object.__new__(cls)
+        chained = cls is StreamDecoder and token_tables(enc).chain is not None
+        return object.__new__(_ChainStreamDecoder if chained else cls)
 
     def __init__(self, enc):
         t = self._tables = token_tables(enc)
@@ -535,9 +534,8 @@ class MultiStreamDecoder:
     """
 
     def __new__(cls, enc, n_streams: int):
-        if cls is MultiStreamDecoder and token_tables(enc).chain is not None:
-            cls = _ChainMultiStreamDecoder
-        return object.__new__(cls)
+        chained = cls is MultiStreamDecoder and token_tables(enc).chain is not None
+        return object.__new__(_ChainMultiStreamDecoder if chained else cls)
 
     def __init__(self, enc, n_streams: int):
         n_streams = operator.index(n_streams)
