@@ -98,13 +98,25 @@ def check_all_decoders(enc, ids: list[int], cuts: list[int]) -> None:
         assert got[s] + multi.finish(s) == enc.decode(ids[s::3]), (s, ids)
 
 
+@functools.lru_cache(maxsize=None)
+def _hf_oracle(name: str):
+    try:
+        import tokenizers
+    except ImportError:
+        return None
+    return tokenizers.Tokenizer.from_file(str(get_shared_path(f"tokenizers/{name}/tokenizer.json")))
+
+
 @pytest.mark.parametrize("name", HF_FILES + TIKTOKEN)
 def test_every_decoder_equals_decode(name):
     encoding(name)
+    oracle = None if name in TIKTOKEN else _hf_oracle(name)
 
     @SETTINGS
     @given(ids=ids_for(name), cuts=st.lists(st.integers(0, 64), max_size=6))
     def run(ids, cuts):
+        if oracle is not None:  # decode itself, against tokenizers (added tokens included)
+            assert encoding(name).decode(ids) == oracle.decode(ids, skip_special_tokens=False), ids
         check_all_decoders(encoding(name), ids, cuts)
 
     run()
