@@ -420,7 +420,7 @@ def run(*, inp: Path, files: list[Path], out: Path, enc, opts: JobOptions, speci
     ray = import_ray()
     t_job = time.perf_counter()
     tasks = plan_shards(files, opts.column, shard_mb)
-    manifest = _manifest(tasks, opts, files)
+    manifest = json.loads(json.dumps(_manifest(tasks, opts, files)))  # as it reads back
     lock = _prepare_output(out, inp, manifest, overwrite)
     try:
         removed = remove_temps(out)
