@@ -52,7 +52,7 @@ def make_dataset(d: Path, mb: float) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    docs = split_docs(corpus("english-war-and-peace.txt"))
+    docs = split_docs(corpus("english"))
     total = int(mb * 1e6)
     rows, size, k = [], 0, 0
     while size < total:

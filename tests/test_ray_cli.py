@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -175,13 +176,13 @@ def test_megatron_shards_on_cluster(cluster, dataset, tmp_path):
         assert dtype == "<u2"
         docs += [list(x) for x in d]
     _, want = read_megatron(ref)
-    assert docs == [list(x) for x in want] and len(docs) == 3 * 10 * 5  # nulls and "" skipped
+    assert docs == [list(x) for x in want] and len(docs) == 3 * 10 * 6  # the null rows skipped
     assert all(d[-1] == 50256 for d in docs)
     assert not _temps(out)
 
 
 def test_kill_and_resume(cluster, tmp_path):
-    data = _write_dataset(tmp_path / "ds", files=2, copies=60, row_group_size=4)  # 240 shards
+    data = _write_dataset(tmp_path / "ds", files=2, copies=30, row_group_size=4)  # 120 shards
     base = [data, "--ray", cluster, "--shard-mb", TINY, "--ray-workers", "2", "--all-columns"]
     whole = tmp_path / "whole"
     tltok(data, "-o", whole, *base[1:], "--quiet")
@@ -201,12 +202,13 @@ def test_kill_and_resume(cluster, tmp_path):
             proc.kill()
     time.sleep(1.0)  # the job's actors die with their driver
     done_at_kill = len(_shards(out))
-    assert 10 <= done_at_kill < 240
+    assert 10 <= done_at_kill < 120
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["complete"] is False
     r = tltok(data, "-o", out, *base[1:])
-    assert f"{240 - done_at_kill} shards written, {done_at_kill} already complete" in r.stdout or \
-        "already complete" in r.stdout  # a shard its actor finished after the kill is complete too
+    m = re.search(r"(\d+) shards written, (\d+) already complete", r.stdout)
+    # a shard an actor finished just after the kill counts as complete too
+    assert m and int(m[1]) + int(m[2]) == 120 and done_at_kill <= int(m[2]) < 120, r.stdout
     assert [p.name for p in _shards(out)] == [p.name for p in _shards(whole)]
     for a, b in zip(_shards(out), _shards(whole)):
         assert pq.read_table(a).equals(pq.read_table(b)), a.name
@@ -253,7 +255,7 @@ def test_ray_only_flags_need_ray(dataset, tmp_path):
 def test_other_options_on_existing_output_refused(cluster_run, dataset):
     out, _ = cluster_run
     r = tltok(dataset, "-o", out, "--ray", "--shard-mb", TINY, "--keep-columns", "file,row", "--count-only",
-              check=False)
+              "--output-column", "tokens", check=False)
     assert r.returncode == 2 and "holds a run with other option count_only" in r.stderr
     assert "--overwrite" in r.stderr
 
