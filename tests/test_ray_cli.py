@@ -38,6 +38,10 @@ def _env() -> dict:
     env["RAY_AUTH_MODE"] = "disabled"  # a test cluster on 127.0.0.1; no token to hand around
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     env.pop("RAY_ADDRESS", None)
+    # The package's own default, not the suite's foreground compile: with the kernel cache cold (or
+    # evicted), every actor would compile for minutes; the exact Python encoder answers meanwhile.
+    # Ids of both paths are tested against tiktoken elsewhere; here the job's mechanics are tested.
+    env.pop("TLTOK_COMPILE", None)
     return env
 
 
@@ -179,6 +183,15 @@ def test_megatron_shards_on_cluster(cluster, dataset, tmp_path):
     assert docs == [list(x) for x in want] and len(docs) == 3 * 10 * 6  # the null rows skipped
     assert all(d[-1] == 50256 for d in docs)
     assert not _temps(out)
+
+
+def test_row_error_is_one_line(cluster, dataset, tmp_path):
+    out = tmp_path / "err"
+    r = tltok(dataset, "-o", out, "--ray", cluster, "--special", "error", "--quiet", check=False)
+    assert r.returncode == 2, r.stderr[-2000:]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "part-0.parquet" in lines[0] and "--special text" in lines[0], r.stderr
+    assert not _shards(out) and not json.loads((out / "_manifest.json").read_text())["complete"]
 
 
 def test_kill_and_resume(cluster, tmp_path):

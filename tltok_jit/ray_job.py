@@ -495,6 +495,10 @@ def _run_tasks(ray, todo: list[ShardTask], enc, opts: JobOptions, out: Path, con
             progress.update(stats)
             submit(actor)
     finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
+        if pending:  # a failed shard: stop the others now (their temporary files go on the next run)
+            for a in actors:
+                try:
+                    ray.kill(a)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
     return t_first
