@@ -211,8 +211,11 @@ class ShardWorker:
         if task.rg_end > task.rg_start:
             per_row = max(task.text_bytes / max(task.rows, 1), 1.0)
             batch_rows = int(min(max(self.batch_bytes / per_row, 16), 1_000_000))
-            yield from pf.iter_batches(batch_size=batch_rows, columns=columns,
-                                       row_groups=range(task.rg_start, task.rg_end))
+            self.first_row = sum(pf.metadata.row_group(g).num_rows for g in range(task.rg_start))
+            for batch in pf.iter_batches(batch_size=batch_rows, columns=columns,
+                                         row_groups=range(task.rg_start, task.rg_end)):
+                yield batch
+                self.first_row += batch.num_rows
 
     def _encode(self, task: ShardTask, col):
         from .arrow import ArrowRowError
@@ -222,8 +225,11 @@ class ShardWorker:
                 return self.enc.count_arrow(col, num_threads=self.threads, **self.special)
             return self.enc.encode_arrow(col, num_threads=self.threads, large_list=False, **self.special)
         except (ArrowRowError, ValueError) as e:
-            raise RayJobError(f"{task.file}: {str(e).splitlines()[0]} (row groups {task.rg_start}-"
-                              f"{task.rg_end - 1}; --special text encodes special-token text as "
+            msg = str(e).splitlines()[0]
+            row = getattr(e, "row", None)
+            if row is not None and msg.startswith(f"row {row}"):  # the batch's row -> the file's row
+                msg = f"row {self.first_row + row}" + msg[len(f"row {row}"):]
+            raise RayJobError(f"{task.file}: {msg} (--special text encodes special-token text as "
                               "ordinary text)") from None
 
     def run(self, task: ShardTask) -> dict:
