@@ -6,6 +6,7 @@
                  [--overwrite] [--quiet]
     tltok encode INPUT -o train.bin --pack 2048 [--eos]      training shards (see below)
     tltok encode INPUT -o PREFIX --format megatron|bin [--eos]   per-document shards (see below)
+    tltok encode INPUT -o OUTDIR --ray [ADDRESS] [--ray-workers N] [--shard-mb 256]   on Ray (tltok_jit.ray_job)
     tltok warmup [--encoding NAME]                           compile / load every kernel, print the time
     tltok bench [ARGS...]                                    runs `python bench/run.py ARGS` (repository checkout)
     tltok stream ...                                         streaming tokenization (tltok_jit.stream_cli)
