@@ -6,6 +6,7 @@
                  [--overwrite] [--quiet]
     tltok encode INPUT -o train.bin --pack 2048 [--eos]      training shards (see below)
     tltok encode INPUT -o PREFIX --format megatron|bin [--eos]   per-document shards (see below)
+    tltok encode INPUT -o OUTDIR --ray [ADDRESS] [--ray-workers N] [--shard-mb 256]   on Ray (tltok_jit.ray_job)
     tltok warmup [--encoding NAME]                           compile / load every kernel, print the time
     tltok bench [ARGS...]                                    runs `python bench/run.py ARGS` (repository checkout)
     tltok stream ...                                         streaming tokenization (tltok_jit.stream_cli)
@@ -782,6 +783,66 @@ def cmd_encode(args) -> int:
     return 0
 
 
+def cmd_encode_ray(args) -> int:
+    """`encode --ray`: the flags it refuses, then the job in tltok_jit.ray_job."""
+    from . import ray_job
+
+    if args.pack is not None:
+        raise CliError("--pack is not supported with --ray (use --format megatron|bin, or drop --ray)")
+    shard = args.format != "parquet"
+    if shard and args.count_only:
+        raise CliError(f"--format {args.format} and --count-only exclude each other")
+    if shard and (args.keep_columns or args.all_columns or args.output_column):
+        flag = "--keep-columns" if args.keep_columns else "--all-columns" if args.all_columns else "--output-column"
+        raise CliError(f"{flag} only applies to --format parquet (shards hold ids only)")
+    if args.eos and not shard:
+        raise CliError("--eos only applies to --format megatron|bin with --ray (--pack is not supported)")
+    if args.ray_workers is not None and args.ray_workers < 1:
+        raise CliError("--ray-workers must be >= 1")
+    if args.shard_mb is None:
+        args.shard_mb = 256.0
+    if not args.shard_mb > 0:
+        raise CliError("--shard-mb must be > 0")
+    if args.threads is not None and args.threads < 0:
+        raise CliError("--threads must be >= 0")
+    inp = Path(args.input)
+    files = [p for p, _rel in list_inputs(inp)]
+    bad = [p for p in files if _kind(p) != "parquet"]
+    if bad:
+        raise CliError(f"--ray reads Parquet only; {bad[0]} is not a Parquet file (convert it, or drop --ray)")
+    try:
+        ray_job.import_ray()
+    except ray_job.RayJobError as e:
+        raise CliError(str(e)) from None
+    if args.output_column is None:
+        args.output_column = "n_tokens" if args.count_only else "tokens"
+    keep = tuple(c.strip() for c in (args.keep_columns or "").split(",") if c.strip())
+    enc = load_encoding(args.encoding, args.tokenizer)
+    eos_id = None
+    if args.eos:
+        try:
+            eos_id = enc.eot_token
+        except KeyError:
+            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    for p in files:
+        r = Reader(p, 1, args.column)
+        _check_columns(r, args.column, list(keep) if not shard else [])
+        if args.all_columns and args.output_column in r.schema.names:
+            raise CliError(f"output column {args.output_column!r} already exists in {p}; "
+                           "pick another with --output-column")
+    opts = ray_job.JobOptions(format=args.format, column=args.column, output_column=args.output_column,
+                              count_only=args.count_only, keep_columns=keep, all_columns=args.all_columns,
+                              special=args.special, eos=eos_id is not None, encoding=enc.name,
+                              n_vocab=enc.n_vocab)
+    try:
+        return ray_job.run(inp=inp, files=files, out=Path(args.output), enc=enc, opts=opts,
+                           special=_special_kwargs(args.special), address=args.ray, workers=args.ray_workers,
+                           threads=args.threads or 1, shard_mb=args.shard_mb, batch_mb=args.batch_mb,
+                           overwrite=args.overwrite, quiet=args.quiet)
+    except ray_job.RayJobError as e:
+        raise CliError(str(e)) from None
+
+
 # ------------------------------------------------------------------------------------------------
 # other commands
 # ------------------------------------------------------------------------------------------------
@@ -877,6 +938,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--batch-mb", type=float, default=8.0, help="text per record batch, MB (default 8)")
     e.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT")
     e.add_argument("--quiet", action="store_true", help="no progress line and no summary")
+    e.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on a Ray cluster (a local one without ADDRESS); OUTPUT is a directory of shards")
+    e.add_argument("--ray-workers", type=int, default=None, metavar="N",
+                   help="with --ray: actors, one CPU each (default: every CPU of the cluster)")
+    e.add_argument("--shard-mb", type=float, default=None, metavar="MB",
+                   help="with --ray: text per output shard, in whole row groups (default 256)")
 
     w = sub.add_parser("warmup", help="compile / load all kernels ahead of use and print the time")
     w.add_argument("--encoding", default="o200k_base")
@@ -896,7 +963,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_bench(None, argv[1:]) if cmd == "bench" else cmd_stream(None, argv[1:])
         args = ap.parse_args(argv)
         if args.command == "encode":
-            return cmd_encode(args)
+            if args.ray is None and (args.ray_workers is not None or args.shard_mb is not None):
+                raise CliError(f"{'--ray-workers' if args.ray_workers is not None else '--shard-mb'} needs --ray")
+            return cmd_encode_ray(args) if args.ray is not None else cmd_encode(args)
         if args.command == "warmup":
             return cmd_warmup(args)
         ap.error(f"unknown command {args.command}")
