@@ -9,6 +9,7 @@ Every number is one fresh process (best of --repeat); MB = 10^6 bytes of UTF-8 t
 - read: the CLI's reader (`cli.Reader.batches`, --batch-mb 8) over the text column, nothing else;
 - encode_arrow: the whole column, read into memory first, in one `encode_arrow` call (untimed warm-up
   on other text);
+- encode_batches: the same, one call per batch of the CLI's reader (8 MB), all read beforehand;
 - write: the ids of every batch (encoded beforehand) written as the CLI writes them (zstd Parquet);
 - cli: `python -m tltok_jit.cli encode IN -o OUT --threads N` in a fresh process: "end to end" is the
   job by the CLI's own clock (from the first read to the renamed output, as its summary line
@@ -138,6 +139,27 @@ def worker_encode(inp: Path, threads: int) -> dict:
     return out
 
 
+def worker_encode_batches(inp: Path, threads: int) -> dict:
+    import gc
+
+    import tltok_jit
+    from tltok_jit import cli
+
+    enc = tltok_jit.get_encoding("o200k_base")
+    for _ in range(2):
+        enc.encode_arrow(_warm_text(), num_threads=threads, disallowed_special=())
+    cols = [b.column(0) for b in cli.Reader(inp, 8_000_000, "text").batches(["text"], "text")]
+    gc.disable()
+    t0 = _clock()
+    n = 0
+    for col in cols:
+        n += len(enc.encode_arrow(col, num_threads=threads, large_list=False, disallowed_special=()).values)
+    out = _since(t0)
+    out["tokens"] = n
+    out["batches"] = len(cols)
+    return out
+
+
 def worker_write(inp: Path, threads: int) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -189,7 +211,7 @@ def worker_tiktoken(inp: Path, threads: int) -> dict:
         return res
 
 
-WORKERS = {"read": worker_read, "encode_arrow": worker_encode, "write": worker_write, "tiktoken": worker_tiktoken}
+WORKERS = {"read": worker_read, "encode_arrow": worker_encode, "encode_batches": worker_encode_batches, "write": worker_write, "tiktoken": worker_tiktoken}
 
 
 def _run_child(argv: list[str], env: dict) -> tuple[float, int, dict, str, str]:
@@ -226,7 +248,7 @@ def measure_worker(mode: str, inp: Path, threads: int, package_root: Path) -> di
 _SUMMARY = re.compile(r"tltok: ([\d,]+) rows, ([\d,]+) tokens, .*?([\d.]+) s, ([\d.]+) MB/s")
 
 
-def measure_cli(inp: Path, threads: int, package_root: Path, extra: list[str]) -> dict:
+def measure_cli(inp: Path, threads: int, package_root: Path, extra: list[str], keep: bool = True) -> dict:
     """The whole command from outside; the job itself (read, encode, write, rename) by the CLI's own
     clock, which starts after import, table load and kernel load: start-up = the rest."""
     env = _env(package_root, threads)
@@ -236,7 +258,7 @@ def measure_cli(inp: Path, threads: int, package_root: Path, extra: list[str]) -
                                                  str(out), "--threads", str(threads), *extra], env)
         if rc != 0:
             raise RuntimeError(f"cli failed: {err[-2000:]}")
-        if os.environ.get("E2E_KEEP_CLI"):
+        if keep and os.environ.get("E2E_KEEP_CLI"):
             os.replace(out, os.environ["E2E_KEEP_CLI"])
     m = _SUMMARY.search(stdout)
     if m is None:
@@ -271,8 +293,10 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=240.0, help="MB of text in a made input (default 240)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--modes", default="read,encode_arrow,write,cli,tiktoken")
+    ap.add_argument("--modes", default="read,encode_arrow,encode_batches,write,cli,tiktoken")
     ap.add_argument("--package-root", type=Path, default=REPO, help="checkout whose tltok_jit the CLI runs")
+    ap.add_argument("--baseline-root", type=Path, default=None,
+                    help="also time the CLI of this checkout (mode cli_baseline), interleaved with ours")
     ap.add_argument("--cli-args", default="", help="extra arguments for the CLI run, e.g. '--batch-mb 16'")
     ap.add_argument("--out", type=Path, default=None, help="append a Markdown table (and JSON beside it)")
     ap.add_argument("--label", default="")
@@ -294,18 +318,24 @@ def main() -> int:
     os.environ["E2E_KEEP_CLI"] = str(keep_cli)
     os.environ["E2E_KEEP_TIKTOKEN"] = str(keep_tk)
     modes = [m for m in args.modes.split(",") if m]
+    if args.baseline_root is not None and "cli" in modes:
+        modes.insert(modes.index("cli"), "cli_baseline")
     extra = args.cli_args.split()
-    for mode in modes:
-        runs = []
-        for _ in range(args.repeat if mode != "tiktoken" else max(1, min(args.repeat, 2))):
-            if mode == "cli":
-                r = measure_cli(args.input, args.threads, args.package_root, extra)
+    runs: dict[str, list[dict]] = {m: [] for m in modes}
+    for rep in range(args.repeat):  # interleaved, so a change of machine load touches every mode alike
+        for mode in modes:
+            if mode == "tiktoken" and rep >= 2:
+                continue  # slow; two runs are enough to see its rate
+            if mode in ("cli", "cli_baseline"):
+                root = args.package_root if mode == "cli" else args.baseline_root
+                r = measure_cli(args.input, args.threads, root, extra, keep=mode == "cli")
             else:
                 r = measure_worker(mode, args.input, args.threads, args.package_root)
-            runs.append(r)
+            runs[mode].append(r)
             print(f"  {mode}: {json.dumps(r)}", file=sys.stderr, flush=True)
-        results[mode] = _best(runs, "e2e" if mode == "cli" else "wall")
-        results[mode]["runs"] = runs
+    for mode in modes:
+        results[mode] = dict(_best(runs[mode], "e2e" if mode.startswith("cli") else "wall"))
+        results[mode]["runs"] = runs[mode]
     load1 = os.getloadavg()
     exact = check_ids(keep_cli, keep_tk) if "cli" in modes and "tiktoken" in modes else None
 
@@ -326,7 +356,10 @@ def main() -> int:
 
     for mode in modes:
         r = results[mode]
-        if mode == "cli":
+        if mode == "cli_baseline":
+            row(f"baseline `tltok encode` ({args.baseline_root}), end to end", r["e2e"], "", r["rss_mb"])
+            lines.append(f"| baseline whole command | {r['wall']:.2f} | {r['cpu_all']:.2f} | {mb / r['wall']:.1f} | | |")
+        elif mode == "cli":
             row("`tltok encode`, end to end (the CLI's own clock: read + encode + write)", r["e2e"], "", r["rss_mb"])
             lines.append(f"| `tltok encode`, whole command (fresh process) | {r['wall']:.2f} | {r['cpu_all']:.2f} | "
                          f"{mb / r['wall']:.1f} | | |")
@@ -336,6 +369,7 @@ def main() -> int:
             lines.append(f"| tiktoken load | {r['startup']:.2f} | | | | |")
         else:
             label = {"read": "read alone (the CLI's reader)", "encode_arrow": "`encode_arrow`, in memory",
+                     "encode_batches": f"`encode_arrow` on the CLI's {r.get('batches', '')} batches, in memory",
                      "write": "write alone (zstd Parquet, as the CLI)"}[mode]
             row(label, r["wall"], f"{r['cpu']:.2f}", r["rss_mb"])
     if exact is not None:
