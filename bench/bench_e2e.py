@@ -11,7 +11,8 @@ Every number is one fresh process (best of --repeat); MB = 10^6 bytes of UTF-8 t
   on other text);
 - encode_batches: the same, one call per batch of the CLI's reader (8 MB), all read beforehand;
 - write: the ids of every batch (encoded beforehand) written as the CLI writes them (zstd Parquet);
-- cli: `python -m tltok_jit.cli encode IN -o OUT --threads N` in a fresh process: "end to end" is the
+- cli: `tltok encode IN -o OUT --threads N` in a fresh process (`runpy` of `tltok_jit.cli`, as
+  `python -m` runs it, then the peak RSS, VmHWM, is printed): "end to end" is the
   job by the CLI's own clock (from the first read to the renamed output, as its summary line
   prints it), start-up is the rest of the command's wall time (import, tables, cached kernels);
   CPU s of the whole command and peak RSS from wait4;
@@ -214,6 +215,35 @@ def worker_tiktoken(inp: Path, threads: int) -> dict:
 WORKERS = {"read": worker_read, "encode_arrow": worker_encode, "encode_batches": worker_encode_batches, "write": worker_write, "tiktoken": worker_tiktoken}
 
 
+def peak_rss_mb() -> float:
+    """This process's peak RSS since exec (VmHWM; ru_maxrss would carry over the forking parent's)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cli_in_this_process(argv: list[str]) -> int:
+    """`python -m tltok_jit.cli ARGV`, then the peak RSS on stderr's last line."""
+    import runpy
+
+    sys.argv = ["tltok", *argv]
+    rc = 0
+    try:
+        runpy.run_module("tltok_jit.cli", run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    sys.stdout.flush()
+    print(json.dumps({"peak_rss_mb": peak_rss_mb()}), file=sys.stderr)
+    return rc
+
+
 def _run_child(argv: list[str], env: dict) -> tuple[float, int, dict, str, str]:
     """(wall s, rc, {peak RSS MB, CPU s}, stdout, stderr) of a fresh process."""
     t0 = time.perf_counter()
@@ -224,7 +254,7 @@ def _run_child(argv: list[str], env: dict) -> tuple[float, int, dict, str, str]:
         rc = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        use = {"rss_mb": usage.ru_maxrss / 1024, "cpu_all": usage.ru_utime + usage.ru_stime}
+        use = {"cpu_all": usage.ru_utime + usage.ru_stime}
         return wall, rc, use, out.read().decode(), err.read().decode()
 
 
@@ -242,7 +272,7 @@ def measure_worker(mode: str, inp: Path, threads: int, package_root: Path) -> di
         raise RuntimeError(f"{mode} worker failed ({rc}): {err[-2000:]}")
     res = json.loads(out.strip().splitlines()[-1])
     res.update(use)
-    return res
+    return res  # rss_mb: set by the worker
 
 
 _SUMMARY = re.compile(r"tltok: ([\d,]+) rows, ([\d,]+) tokens, .*?([\d.]+) s, ([\d.]+) MB/s")
@@ -254,8 +284,9 @@ def measure_cli(inp: Path, threads: int, package_root: Path, extra: list[str], k
     env = _env(package_root, threads)
     with tempfile.TemporaryDirectory(dir="/tmp") as d:
         out = Path(d) / "out.parquet"
-        wall, rc, use, stdout, err = _run_child([sys.executable, "-m", "tltok_jit.cli", "encode", str(inp), "-o",
-                                                 str(out), "--threads", str(threads), *extra], env)
+        argv = ["encode", str(inp), "-o", str(out), "--threads", str(threads), *extra]
+        wall, rc, use, stdout, err = _run_child([sys.executable, __file__, "--worker", "cli", "--cli-args",
+                                                 "\x1f".join(argv)], env)
         if rc != 0:
             raise RuntimeError(f"cli failed: {err[-2000:]}")
         if keep and os.environ.get("E2E_KEEP_CLI"):
@@ -264,7 +295,9 @@ def measure_cli(inp: Path, threads: int, package_root: Path, extra: list[str], k
     if m is None:
         raise RuntimeError(f"no summary line in the CLI's output: {stdout!r}")
     job = float(m.group(3))
-    return {"wall": wall, "e2e": job, "startup": wall - job, "tokens": int(m.group(2).replace(",", "")), **use}
+    rss = json.loads(err.strip().splitlines()[-1])["peak_rss_mb"]
+    return {"wall": wall, "e2e": job, "startup": wall - job, "tokens": int(m.group(2).replace(",", "")),
+            "rss_mb": rss, **use}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -304,7 +337,11 @@ def main() -> int:
     args = ap.parse_args()
 
     if args.worker:
-        print(json.dumps(WORKERS[args.worker](args.input, args.threads)))
+        if args.worker == "cli":
+            return cli_in_this_process(args.cli_args.split("\x1f"))
+        res = WORKERS[args.worker](args.input, args.threads)
+        res["rss_mb"] = peak_rss_mb()
+        print(json.dumps(res))
         return 0
 
     if not args.input.exists():
