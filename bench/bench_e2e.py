@@ -78,9 +78,8 @@ def make_input(path: Path, corpus: str, mb: float) -> None:
 
 
 def text_mb(path: Path) -> tuple[float, int]:
-    import pyarrow.parquet as pq
-
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(str(path))
     total = 0

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 _POLL = 0.05  # seconds: how often a blocked stage checks whether the job was stopped
 
@@ -30,7 +31,7 @@ class JobError(Exception):
 class Part:
     """One record batch on its way through the pipeline."""
 
-    __slots__ = ("file", "path", "row", "batch", "result", "n_tokens", "n_bytes")
+    __slots__ = ("batch", "file", "n_bytes", "n_tokens", "path", "result", "row")
 
     def __init__(self, file: int, path: str, row: int, batch: Any):
         self.file = file          # index of the input file
@@ -45,7 +46,7 @@ class Part:
 class FileEnd:
     """Marker after the last batch of an input file (also sent for a file with no batches)."""
 
-    __slots__ = ("file", "path", "parts")
+    __slots__ = ("file", "parts", "path")
 
     def __init__(self, file: int, path: str, parts: int):
         self.file = file
