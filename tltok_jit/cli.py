@@ -509,84 +509,54 @@ def _check_columns(reader: Reader, column: str, keep: list[str]) -> None:
         raise CliError(f"column {column!r} of {reader.path} has type {t}, not a string column")
 
 
-def _output_batch(batch, args, enc, result, keep: list[str]):
-    import pyarrow as pa
-
-    cols, names = [], []
-    for c in keep:
-        cols.append(batch.column(batch.schema.get_field_index(c)))
-        names.append(c)
-    cols.append(result)
-    names.append(args.output_column)
-    return pa.RecordBatch.from_arrays(cols, names=names)
+_SPECIAL_HINT = " (--special text encodes special-token text as ordinary text)"
 
 
-def _encode_file(reader: Reader, dest_tmp: Path, args, enc, keep: list[str], progress: Progress) -> None:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+def _run_job(inputs, step, sink) -> None:
+    """The pipeline of encode_job; its errors become CLI errors."""
+    from . import encode_job
 
-    from . import arrow
-
-    special = _special_kwargs(args.special)
-    columns = list(dict.fromkeys(keep + [args.column]))
-    writer = None
-    out_type = pa.int64() if args.count_only else pa.list_(pa.uint32())
     try:
-        for batch in reader.batches(columns, args.column):
-            col = batch.column(batch.schema.get_field_index(args.column))
-            if not arrow.is_text_type(col.type):
-                raise CliError(f"column {args.column!r} of {reader.path} has type {col.type}, not a string column")
-            try:
-                if args.count_only:
-                    res = enc.count_arrow(col, num_threads=args.threads, **special)
-                    ntok = int(pc.sum(res).as_py() or 0)
-                else:
-                    res = enc.encode_arrow(col, num_threads=args.threads, large_list=False, **special)
-                    ntok = len(res.values)
-            except (arrow.ArrowRowError, ValueError) as e:
-                raise CliError(f"{reader.path}: {str(e).splitlines()[0]} (row in this batch of the file; "
-                               f"--special text encodes special-token text as ordinary text)") from None
-            out = _output_batch(batch, args, enc, res, keep)
-            if writer is None:
-                fields = [out.schema.field(c) for c in keep] + [pa.field(args.output_column, out_type)]
-                writer = pq.ParquetWriter(str(dest_tmp), pa.schema(fields), compression="zstd")
-            writer.write_batch(out)
-            progress.update(len(col), _text_bytes(col), ntok)
-        if writer is None:  # no batches: still a valid (empty) file
-            fields = [reader.schema.field(c) for c in keep] if reader.schema is not None else []
-            fields.append(pa.field(args.output_column, out_type))
-            writer = pq.ParquetWriter(str(dest_tmp), pa.schema(fields), compression="zstd")
-    finally:
-        if writer is not None:
-            writer.close()
+        encode_job.run(inputs, step, sink, passthrough=(CliError,))
+    except encode_job.JobError as e:
+        raise CliError(str(e)) from None
 
 
-def _text_bytes(col) -> int:
-    """Bytes of text in a string/binary column (including the bytes null rows may point at)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _encode_files(readers: list[Reader], dests: list[Path], args, enc, keeps: list[list[str]],
+                  progress: Progress) -> None:
+    """Each reader's batches -> its Parquet file in `dests`, reading, encoding and writing overlapped."""
+    from functools import partial
 
-    t = col.type
-    n = len(col)
-    if n and (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-              or pa.types.is_large_binary(t)):
-        dt = np.int64 if (pa.types.is_large_string(t) or pa.types.is_large_binary(t)) else np.int32
-        off = np.frombuffer(col.buffers()[1], dtype=dt)
-        return int(off[col.offset + n]) - int(off[col.offset])
-    if n == 0:
-        return 0
+    from . import encode_job
+
+    empty = [[r.schema.field(c) for c in k] if r.schema is not None else [] for r, k in zip(readers, keeps)]
+    sink = encode_job.ParquetSink(dests, keeps, empty, args.output_column, args.count_only, progress.update)
+    step = encode_job.encode_step(enc, args.column, threads=args.threads, special=_special_kwargs(args.special),
+                                  count_only=args.count_only, large_list=False, hint=_SPECIAL_HINT)
+    inputs = [(r.path, partial(r.batches, list(dict.fromkeys(k + [args.column])), args.column))
+              for r, k in zip(readers, keeps)]
     try:
-        return int(pc.sum(pc.binary_length(col)).as_py() or 0)
-    except Exception:  # noqa: BLE001
-        return col.nbytes
+        _run_job(inputs, step, sink)
+    except BaseException:
+        sink.abort()
+        raise
+
+
+def _id_batches(readers: list[Reader], args, enc):
+    """(inputs, encode step) of the id-only outputs (--pack, --format megatron|bin)."""
+    from functools import partial
+
+    from . import encode_job
+
+    step = encode_job.encode_step(enc, args.column, threads=args.threads, special=_special_kwargs(args.special),
+                                  large_list=True, hint=_SPECIAL_HINT)
+    return [(r.path, partial(r.batches, [args.column], args.column)) for r in readers], step
 
 
 def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) -> dict:
     import numpy as np
 
-    from . import arrow
+    from . import encode_job
 
     out = Path(args.output)
     if out.suffix != ".bin":
@@ -604,36 +574,11 @@ def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) 
     dtype = np.uint16 if enc.n_vocab <= 65536 else np.uint32
     tmp_bin = atomic.temp(out)
     tmp_idx = atomic.temp(index_path)
-    special = _special_kwargs(args.special)
-    carry = np.zeros(0, dtype=dtype)
-    n_seqs = 0
-    docs = 0
+    inputs, step = _id_batches(readers, args, enc)
     with open(tmp_bin, "wb") as f:
-        for col, res in _encoded_batches(readers, args, enc, special):
-            if hasattr(res, "combine_chunks"):
-                res = res.combine_chunks()
-            flat = res.flatten().to_numpy(zero_copy_only=False)
-            if eot is not None:
-                valid = res.is_valid().to_numpy(zero_copy_only=False)
-                lens = res.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[valid]
-                stream = np.empty(len(flat) + len(lens), dtype=dtype)
-                eot_pos = np.cumsum(lens + 1) - 1
-                mask = np.ones(len(stream), dtype=bool)
-                mask[eot_pos] = False
-                stream[mask] = flat
-                stream[eot_pos] = eot
-                docs += int(valid.sum())
-            else:
-                stream = flat.astype(dtype, copy=False)
-                docs += len(res) - res.null_count
-            if len(carry):
-                stream = np.concatenate([carry, stream])
-            k = len(stream) // seq
-            if k:
-                f.write(stream[: k * seq].astype("<" + np.dtype(dtype).str[1:], copy=False).tobytes())
-                n_seqs += k
-            carry = stream[k * seq:].copy()
-            progress.update(len(col), _text_bytes(col), len(flat))
+        sink = encode_job.PackSink(f, seq, dtype, eot, progress.update)
+        _run_job(inputs, step, sink)
+    n_seqs, docs, carry = sink.n_seqs, sink.docs, sink.carry
     index = {
         "format": "tltok-packed-v1",
         "dtype": np.dtype(dtype).name,
@@ -662,7 +607,7 @@ SHARD_FORMATS = ("parquet", "megatron", "bin")
 
 
 def _shards(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) -> dict:
-    from . import arrow, shards
+    from . import encode_job, shards
 
     writer_cls = {"megatron": shards.MegatronWriter, "bin": shards.FlatBinWriter}[args.format]
     prefix = shards.shard_prefix(args.output)
@@ -678,16 +623,13 @@ def _shards(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress
             eot = enc.eot_token
         except KeyError:
             raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
-    special = _special_kwargs(args.special)
     try:
         writer = writer_cls(prefix, n_vocab=enc.n_vocab, eos_id=eot, encoding=enc.name)
     except OSError as e:
         raise CliError(f"cannot write {prefix}.bin: {e.strerror or e} (change -o/--output)") from None
     try:
-        for col, res in _encoded_batches(readers, args, enc, special):
-            n_before = writer.n_tokens
-            writer.add(res)
-            progress.update(len(col), _text_bytes(col), writer.n_tokens - n_before)
+        inputs, step = _id_batches(readers, args, enc)
+        _run_job(inputs, step, encode_job.ShardSink(writer, progress.update))
         writer.finalize()
     except BaseException:
         writer.abort()
@@ -754,15 +696,12 @@ def cmd_encode(args) -> int:
             index = None
             if inp.is_dir():
                 tmp_dir = atomic.temp(out, is_dir=True)
-                for r, (_p, rel) in zip(readers, files):
-                    dest = tmp_dir / rel
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    _encode_file(r, dest, args, enc, keep_for(r), progress)
+                dests = [tmp_dir / rel for _p, rel in files]
             else:
                 if out.is_dir():
                     out = out / (inp.name.split(".")[0] + ".parquet")
-                tmp = atomic.temp(out)
-                _encode_file(readers[0], tmp, args, enc, keep_for(readers[0]), progress)
+                dests = [atomic.temp(out)]
+            _encode_files(readers, dests, args, enc, [keep_for(r) for r in readers], progress)
         progress.finish()
         atomic.commit()
     except BaseException:
@@ -846,19 +785,6 @@ def cmd_encode_ray(args) -> int:
 # ------------------------------------------------------------------------------------------------
 # other commands
 # ------------------------------------------------------------------------------------------------
-
-def _encoded_batches(readers, args, enc, special):
-    """(text column of one batch, its list<uint32> ids), reader by reader; a row the encoder
-    refuses is one CLI error naming the file."""
-    for reader in readers:
-        for batch in reader.batches([args.column], args.column):
-            col = batch.column(0)
-            try:
-                res = enc.encode_arrow(col, num_threads=args.threads, large_list=True, **special)
-            except (arrow.ArrowRowError, ValueError) as e:
-                raise CliError(f"{reader.path}: {str(e).splitlines()[0]}") from None
-            yield col, res
-
 
 def cmd_warmup(args) -> int:
     from . import warm
