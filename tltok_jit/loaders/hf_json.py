@@ -72,7 +72,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import AddedToken, ModelDescription, TokenizerFileError
+from ..errors import TokenizerFileError, UnsupportedTokenizerError
+from ..model import AddedToken, ModelDescription
 from ..unicode.regex16 import CLASS_PROPS as _CLASS_PROPS, unicode16_text as _unicode16_text  # noqa: F401
 
 __all__ = [
@@ -84,18 +85,6 @@ __all__ = [
     "hf_nfc",
     "read_hf_json",
 ]
-
-
-class UnsupportedTokenizerError(TokenizerFileError):
-    """The file uses a feature outside the supported subset; `field` / `value` name it."""
-
-    def __init__(self, where: str, field: str, value, hint: str = ""):
-        self.field = field
-        self.value = value
-        shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-        if len(shown) > 200:
-            shown = shown[:200] + "..."
-        super().__init__(f"{where}: unsupported {field} = {shown}" + (f" ({hint})" if hint else ""))
 
 
 class TokenizerConfigWarning(UserWarning):
