@@ -11,7 +11,7 @@ import pickle
 import pytest
 
 import tltok_jit
-from tltok_jit import recipe
+from tltok_jit import encoding as encoding_module
 
 from conftest import get_shared_path
 
@@ -120,4 +120,4 @@ def test_spawn_pool_map_equals_serial(ours):
 
 def test_unknown_recipe_is_refused():
     with pytest.raises(ValueError, match="recipe kind 'nope'"):
-        recipe.rebuild(("nope", 1))
+        encoding_module.rebuild(("nope", 1))

@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
-import threading
-
-from .encoding import Encoding
-from .model import AddedToken, ModelDescription, TokenizerFileError
+from .encoding import Encoding, rebuild
+from .errors import (
+    ArrowRowError,
+    DisallowedSpecialTokenError,
+    EncodeNotSupportedError,
+    RankFileHashError,
+    RankFileUnavailableError,
+    TltokError,
+    TokenIdError,
+    TokenizerAssetError,
+    TokenizerError,
+    TokenizerFileError,
+    UnknownTokenError,
+    UnknownTokenizerKindError,
+    UnsupportedTokenizerError,
+)
+from .model import AddedToken, ModelDescription
 from .model_names import encoding_name_for_model
 
 __all__ = [
     "AddedToken",
+    "ArrowRowError",
+    "DisallowedSpecialTokenError",
+    "RankFileHashError",
+    "RankFileUnavailableError",
+    "TltokError",
+    "UnknownTokenError",
+    "UnsupportedTokenizerError",
     "EncodeNotSupportedError",
     "TokenIdError",
     "Tokenizer",
@@ -35,9 +55,6 @@ __all__ = [
 ]
 from .kernels.jit import VERSION as __version__  # noqa: E402  (one place: the kernel cache is keyed by it)
 
-_ENCODINGS: dict[str, Encoding] = {}
-_LOCK = threading.Lock()
-
 
 def get_encoding(name: str) -> Encoding:
     """A known encoding by name ("gpt2", "r50k_base", "p50k_base", "cl100k_base", "o200k_base", ...).
@@ -45,18 +62,14 @@ def get_encoding(name: str) -> Encoding:
     The rank file is found in $TLTOK_DATA, then the user cache, then the copy embedded in the package
     (r50k_base/gpt2, cl100k_base, o200k_base), then downloaded; every source is hash-checked.
     Instances are shared (built once per process).
-    """
-    enc = _ENCODINGS.get(name)
-    if enc is not None:
-        return enc
-    with _LOCK:
-        enc = _ENCODINGS.get(name)
-        if enc is None:
-            from .registry import load_description
 
-            enc = Encoding(load_description(name), _recipe=("encoding", name))
-            _ENCODINGS[name] = enc
-    return enc
+    >>> enc = tltok_jit.get_encoding("o200k_base")
+    >>> enc.encode("hello world"), enc.decode([24912, 2375])
+    ([24912, 2375], 'hello world')
+    >>> tltok_jit.get_encoding("o200k_base") is enc
+    True
+    """
+    return rebuild(("encoding", name))
 
 
 def encoding_for_model(model_name: str) -> Encoding:
@@ -119,7 +132,4 @@ def __getattr__(attr: str):
 
 
 # The tokenizer registry (tltok_jit.tokenizer, tltok_jit.kinds), imported on first use.
-_TOKENIZER_CONTRACT = frozenset({
-    "EncodeNotSupportedError", "TokenIdError", "Tokenizer", "TokenizerAssetError", "TokenizerError",
-    "TokenizerSpec", "UnknownTokenizerKindError",
-})
+_TOKENIZER_CONTRACT = frozenset({"Tokenizer", "TokenizerSpec"})

@@ -54,7 +54,6 @@ from __future__ import annotations
 import threading
 import weakref
 
-import numba
 import numpy as np
 import pyarrow as pa
 from numba import prange, types
@@ -62,10 +61,12 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.typed import List as TypedList
 
+from .errors import ArrowRowError, UnknownTokenError, raise_disallowed_special_token
 from .kernels import encode as K
 from .kernels.jit import njit
 from .kernels.scan import PAT_CL100K, PAT_GPT2, PAT_O200K
 from .kernels.utf8 import cp_class, decode_cp
+from .threads import parallel, resolve_threads
 from .unicode.classes import CLS_LL, CLS_LM, CLS_LO, CLS_LT, CLS_LU, CLS_OTHER, CLS_SPACE
 
 __all__ = [
@@ -92,14 +93,6 @@ _LAYOUT_VIEWS = 1  # string_view / binary_view
 ST_OK = 0
 ST_INVALID_UTF8 = 1
 ST_DISALLOWED = 2
-
-
-class ArrowRowError(ValueError):
-    """A row cannot be encoded (invalid UTF-8 with errors="strict", a disallowed special token)."""
-
-    def __init__(self, message: str, row: int | None = None):
-        super().__init__(message)
-        self.row = row  # the row index in the whole input (None when re-created from the message alone)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -859,12 +852,6 @@ def _state(enc) -> _State:
     return st
 
 
-def _parallel_lock():
-    from .encoding import _PARALLEL_LOCK
-
-    return _PARALLEL_LOCK
-
-
 # ------------------------------------------------------------------------------------------------
 # the core: one array
 # ------------------------------------------------------------------------------------------------
@@ -987,17 +974,12 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
         _drive_serial(*args, cache, work, st.serial_scratch(), rule_nl, rule_sp)
     else:
         workers = min(threads, nb)
-        with _parallel_lock():
+        with parallel(workers):
             cache, work = enc._parallel(workers)
             scratch = st.parallel_scratch(workers)
-            prev = numba.get_num_threads()
-            numba.set_num_threads(workers)
-            try:
-                st.counter[0] = 0
-                wbytes = np.zeros(workers, dtype=np.int64)
-                _drive_parallel(workers, st.counter, wbytes, *args, cache, work, scratch, rule_nl, rule_sp)
-            finally:
-                numba.set_num_threads(prev)
+            st.counter[0] = 0
+            wbytes = np.zeros(workers, dtype=np.int64)
+            _drive_parallel(workers, st.counter, wbytes, *args, cache, work, scratch, rule_nl, rule_sp)
             st.last_worker_bytes = wbytes  # diagnostics: bytes each worker took from the block queue
 
     hit_rows = np.flatnonzero(hits[:, 0] >= 0)
@@ -1031,8 +1013,6 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
         k = int(hit_rows[0])
         r, t = int(hits[k, 0]), int(hits[k, 2])
         try:
-            from .encoding import raise_disallowed_special_token
-
             raise_disallowed_special_token(enc._compiled.added[t].content)
         except ValueError as e:
             raise ArrowRowError(f"row {row_base + r}: {e}", row_base + r) from None
@@ -1116,8 +1096,6 @@ def _python_disallowed(enc, chunk: pa.Array, pattern, row_base: int) -> None:
         text = v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
         m = pattern.search(text)
         if m is not None:
-            from .encoding import raise_disallowed_special_token
-
             try:
                 raise_disallowed_special_token(m.group())
             except ValueError as e:
@@ -1126,8 +1104,6 @@ def _python_disallowed(enc, chunk: pa.Array, pattern, row_base: int) -> None:
 
 def _run(enc, array, *, num_threads, allowed_special, disallowed_special, counting, errors, block_bytes,
          large_list):
-    from .encoding import resolve_threads
-
     if errors not in ("replace", "strict"):
         raise ValueError(f"errors must be 'replace' or 'strict', not {errors!r}")
     arr = as_arrow(array)
@@ -1237,29 +1213,22 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     tbytes, toffs, valid = enc._t.tok_bytes, enc._t.tok_offsets, enc._compiled.valid
     lens = np.empty(max(n, 1), dtype=np.int64)
     bad = np.empty(max(n, 1), dtype=np.int64)
-    with _parallel_lock():
-        prev = numba.get_num_threads()
-        numba.set_num_threads(max(1, min(threads, max(n, 1))))
-        try:
-            if n:
-                _decode_lengths(ids, loff, n, vbits, voff, has_nulls, toffs, valid, lens, bad)
-            bad_rows = np.flatnonzero(bad[:n] >= 0)
-            if len(bad_rows):
-                from .encoding import UnknownTokenError
-
-                r = int(bad_rows[0])
-                i = int(ids[int(loff[r]) + int(bad[r])])
-                raise UnknownTokenError(f"row {row_base + r}: invalid token for decoding: {i} "
-                                        f"(not in the vocabulary of {enc.name!r}, n_vocab={enc.n_vocab})")
-            out_off = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(lens[:n], out=out_off[1:])
-            total = int(out_off[-1])
-            out = np.empty(max(total, 1), dtype=np.uint8)
-            flags = np.zeros(max(n, 1), dtype=np.uint8)
-            if n:
-                _decode_gather(ids, loff, n, vbits, voff, has_nulls, tbytes, toffs, out_off, out, flags)
-        finally:
-            numba.set_num_threads(prev)
+    with parallel(min(threads, max(n, 1))):
+        if n:
+            _decode_lengths(ids, loff, n, vbits, voff, has_nulls, toffs, valid, lens, bad)
+        bad_rows = np.flatnonzero(bad[:n] >= 0)
+        if len(bad_rows):
+            r = int(bad_rows[0])
+            i = int(ids[int(loff[r]) + int(bad[r])])
+            raise UnknownTokenError(f"row {row_base + r}: invalid token for decoding: {i} "
+                                    f"(not in the vocabulary of {enc.name!r}, n_vocab={enc.n_vocab})")
+        out_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lens[:n], out=out_off[1:])
+        total = int(out_off[-1])
+        out = np.empty(max(total, 1), dtype=np.uint8)
+        flags = np.zeros(max(n, 1), dtype=np.uint8)
+        if n:
+            _decode_gather(ids, loff, n, vbits, voff, has_nulls, tbytes, toffs, out_off, out, flags)
     bad_rows = np.flatnonzero(flags[:n])
     if len(bad_rows):
         if errors == "strict":
@@ -1298,8 +1267,6 @@ def decode_arrow(enc, array, *, errors: str = "replace", num_threads: int = 0) -
     subsequence (as `Encoding.decode`); "strict": ValueError naming the row. Unknown ids raise
     `UnknownTokenError` (a KeyError and a ValueError) naming the row; null rows stay null.
     """
-    from .encoding import resolve_threads
-
     if errors not in ("replace", "strict"):
         raise ValueError(f"errors must be 'replace' or 'strict', not {errors!r}")
     chunks, chunked = _chunks(array)

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import stream as _stream
+from .errors import UnknownTokenError
 
 _N = 256
 
 
-def _bad(token_id) -> ValueError:
-    return ValueError(f"token id {token_id} is out of range (vocabulary size {_N})")
+def _bad(token_id) -> UnknownTokenError:
+    return UnknownTokenError(f"token id {token_id} is out of range (vocabulary size {_N})")
 
 
 def _utf8(text: str) -> bytes:

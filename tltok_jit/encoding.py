@@ -14,115 +14,39 @@ import numpy as np
 
 from . import interim, warm
 from .args import check_int, check_text, check_threads, token_id_array
+from .errors import DisallowedSpecialTokenError, UnknownTokenError, raise_disallowed_special_token  # noqa: F401
 from .kernels import encode as K
 from .kernels import handle as KH
 from .kernels.cache import new_cache
 from .kernels.decode import gather_bytes
-from .kernels.utf8 import str_utf8, str_utf8_rows
+from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
 from .pylist import IntObjects
-from .recipe import abspath, rebuild
+from .recipe import abspath, cached
 from .tables import compile_model
+from .text import KERNEL_UTF8_MIN, load_text_kernels, no_lone_surrogates, read_only, text_to_buf, text_to_utf8  # noqa: F401
+from .threads import parallel, resolve_threads
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 
-# A fork-safe threading layer unless the user chose one: with GNU OpenMP (numba's pick where it is
-# installed), a process that forks after a parallel call kills its children ("fork() called from a
-# process already using GNU OpenMP"), which breaks multiprocessing pools and `datasets.map(num_proc=)`.
-# numba takes it from its config at the first parallel call; "forksafe" picks tbb if installed, else
-# the workqueue layer, which must not be entered by two threads at once (hence the lock).
-if not os.environ.get("NUMBA_THREADING_LAYER") and numba.config.THREADING_LAYER == "default":
-    numba.config.THREADING_LAYER = "forksafe"
-_PARALLEL_LOCK = threading.Lock()
-
-
-def text_to_utf8(text: str) -> bytes:
-    """UTF-8 of `text`; lone surrogates become U+FFFD the way tiktoken does it (via UTF-16)."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _no_lone_surrogates(text).encode("utf-8")
-
-
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
 _SPLIT_MIN = 1 << 20  # characters: from here num_threads != 1 splits one text over the cores
-_KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
-
-
-@functools.cache
-def load_text_kernels() -> None:
-    """Load (first time: compile) the str -> UTF-8 kernels, so a process pays for it when it loads a
-    tokenizer rather than in its first call on a long text or batch."""
-    str_utf8("\xe9")
-    offsets = np.zeros(2, dtype=np.int64)
-    str_utf8_rows("\xe9", offsets, offsets.copy())
-
-
-def _read_only(data: np.ndarray) -> np.ndarray:
-    data.flags.writeable = False  # the kernels are compiled for read-only input (one variant)
-    return data
-
-
-def text_to_buf(text: str) -> np.ndarray:
-    """text_to_utf8 as a uint8 array; long Latin-1 text is encoded by a kernel (str_utf8)."""
-    if len(text) >= _KERNEL_UTF8_MIN and not text.isascii():
-        data, ok = str_utf8(text)
-        if ok:
-            return _read_only(data)
-    return np.frombuffer(text_to_utf8(text), dtype=np.uint8)
-
-
-class UnknownTokenError(KeyError, ValueError):
-    """A token id outside the vocabulary (a KeyError as in tiktoken, and a ValueError)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-class DisallowedSpecialTokenError(ValueError):
-    """Text holds a special token that `disallowed_special` refuses (`token` is that token)."""
-
-    def __init__(self, message: str, token: str):
-        super().__init__(message)
-        self.token = token
-
-    def __reduce__(self):  # crosses process boundaries (multiprocessing) intact
-        return type(self), (self.args[0], self.token)
-
-
-def raise_disallowed_special_token(token: str):
-    raise DisallowedSpecialTokenError(
-        f"Encountered text corresponding to disallowed special token {token!r}.\n"
-        "If you want this text to be encoded as a special token, "
-        f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
-        f"If you want this text to be encoded as normal text, disable the check for this token "
-        f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
-        "To disable this check for all special tokens, pass `disallowed_special=()`.\n",
-        token,
-    )
 
 
 # The compiled encode_text_at for the one argument-type signature this module ever passes, called
 # without the dispatcher (resolving the argument types costs more than encoding a short string).
 _ENCODE_AT_ENTRY: list = [None]
 _ASCII_AT_ENTRY: list = [None]
+# ids (<= bytes) of a text up to this length fit the per-thread scratch of Encoding._encode_short
+_SCRATCH = 4096
 
 
 def _entry_point(dispatcher, args):
     """The compiled function of `dispatcher` for the types of `args` (None if not compiled)."""
     cres = dispatcher.overloads.get(tuple(numba.typeof(a) for a in args))
     return None if cres is None else cres.entry_point
-
-
-def _no_lone_surrogates(text: str) -> str:
-    """`text` with lone surrogates replaced by U+FFFD the way tiktoken does it (via UTF-16)."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @functools.lru_cache(maxsize=64)
@@ -138,15 +62,6 @@ def _char_finder(chars: str):
     import re
 
     return re.compile("[" + re.escape(chars) + "]")
-
-
-def resolve_threads(num_threads: int) -> int:
-    """0 (or less) means every core numba may use."""
-    limit = numba.config.NUMBA_NUM_THREADS
-    num_threads = check_threads(num_threads)
-    if num_threads is None or num_threads <= 0:
-        return limit
-    return min(int(num_threads), limit)
 
 
 class Encoding:
@@ -270,7 +185,7 @@ class Encoding:
             m = _string_finder(frozenset(disallowed)).search(text)
             if m is not None:
                 raise_disallowed_special_token(m.group())
-        return self._interim.encode(_no_lone_surrogates(text), frozenset(allowed & self._special_tokens.keys()))
+        return self._interim.encode(no_lone_surrogates(text), frozenset(allowed & self._special_tokens.keys()))
 
     def _interim_batch(self, texts, allowed_special, disallowed_special) -> list[list[int]]:
         out = []
@@ -344,7 +259,8 @@ class Encoding:
     ) -> "Encoding":
         """Load a `.tiktoken` rank file. `pattern` defaults to the canonical one for `name`."""
         from .loaders.tiktoken_file import read_tiktoken_model
-        from .patterns import kind_of_pattern, registry_defaults
+        from .patterns import kind_of_pattern
+        from .registry import registry_defaults
 
         stem = os.path.basename(os.fspath(path)).split(".")[0]
         name = name or stem
@@ -487,19 +403,40 @@ class Encoding:
 
     # ------------------------------------------------------------------ encoding one text
     def _serial_handle(self):
-        """(this thread's kernels.handle address array, its merge scratch row)."""
+        """(this thread's kernels.handle address array, its merge scratch row, its id scratch of
+        _SCRATCH ids for short texts)."""
         hs = getattr(self._local, "handle", None)
         if hs is None:
             cache, work = self._serial_state()
-            hs = (KH.handle_of(self._t, cache), work[0])
+            hs = (KH.handle_of(self._t, cache), work[0], np.empty(_SCRATCH, dtype=np.uint32))
             self._local.handle = hs
         return hs
+
+    def _encode_short(self, text: str, amask: np.ndarray, any_allowed: bool):
+        """(this thread's id scratch, n): the ids of an ASCII `text` of at most _SCRATCH characters
+        are scratch[:n], valid until this thread's next call. No output array is allocated or
+        resized (that cost more than encoding 20 characters). Callers test the conditions inline
+        (a str, ASCII, short, compiled kernels, no tokenizer.json pipeline): a method call costs
+        ~10 percent of the whole call."""
+        try:
+            h, vals, out = self._local.handle
+        except AttributeError:
+            h, vals, out = self._serial_handle()
+        entry = _ASCII_AT_ENTRY[0]
+        if entry is None:
+            n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
+            _ASCII_AT_ENTRY[0] = _entry_point(KH.encode_ascii_at, (text, h, amask, any_allowed, out, vals))
+            return out, n
+        return out, entry(text, h, amask, any_allowed, out, vals)
 
     def _encode_text(self, text: str, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
         if not text.isascii():  # O(1): CPython keeps the flag
             return self._encode_buf(text_to_buf(text), amask, any_allowed)
+        if len(text) <= _SCRATCH:
+            out, n = self._encode_short(text, amask, any_allowed)
+            return out[:n].copy()
         out = np.empty(len(text), dtype=np.uint32)
-        h, vals = self._serial_handle()
+        h, vals, _ = self._serial_handle()
         entry = _ASCII_AT_ENTRY[0]
         if entry is None:
             n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
@@ -511,7 +448,7 @@ class Encoding:
 
     def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
         out = np.empty(len(buf), dtype=np.uint32)
-        h, vals = self._serial_handle()
+        h, vals, _ = self._serial_handle()
         args = (buf, h, amask, any_allowed, out, vals)
         entry = _ENCODE_AT_ENTRY[0]
         if entry is None:
@@ -529,7 +466,12 @@ class Encoding:
 
         num_threads: None or 1 = one thread; 0 = every core; N = N cores, for a text of 1 MB or more
         (cut where no piece of the split pattern can cross, through the column path); the ids never
-        depend on it. Not the default: on 2 cores the split measured slower than one thread."""
+        depend on it. Not the default: on 2 cores the split measured slower than one thread.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_to_numpy("hello world")
+        array([24912,  2375], dtype=uint32)
+        """
         check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, allowed_special, disallowed_special), dtype=np.uint32)
@@ -576,7 +518,24 @@ class Encoding:
         add_special_tokens=False).ids`, while the default (and `encode_ordinary`) treats them as plain
         text, as tiktoken does. `add_special_tokens=True` adds what the file's post-processor puts
         around a single sequence (e.g. `<s>`), as HF's default `add_special_tokens=True`; tiktoken
-        models have none."""
+        models have none.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode("hello world")
+        [24912, 2375]
+        >>> enc.encode("hello <|endoftext|>", allowed_special="all")
+        [24912, 220, 199999]
+        >>> enc.encode("<|endoftext|>")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tltok_jit.errors.DisallowedSpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
+        """
+        if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
+                and text.isascii() and self._hf is None and self._interim is None):  # see _encode_short
+            amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
+            self._check_disallowed(text, None, dmask)
+            out, n = self._encode_short(text, amask, any_allowed)
+            return out[:n].tolist()
         if self._serve_interim("single"):
             return self._interim_ids(text, allowed_special, disallowed_special)
         return self._to_list(self.encode_to_numpy(text, allowed_special=allowed_special,
@@ -591,12 +550,26 @@ class Encoding:
         >>> enc.count("hello world")
         2
         """
+        if (type(text) is str and len(text) <= _SCRATCH and text.isascii() and self._hf is None
+                and self._interim is None):  # see _encode_short
+            amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
+            self._check_disallowed(text, None, dmask)
+            return self._encode_short(text, amask, any_allowed)[1]
         if self._serve_interim("single"):
             return len(self._interim_ids(text, allowed_special, disallowed_special))
         return len(self.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special))
 
     def encode_ordinary(self, text: str, *, num_threads: int | None = None) -> list[int]:
-        """Ids of `text` with special tokens treated as plain text (num_threads: see encode_to_numpy)."""
+        """Ids of `text` with special tokens treated as plain text (num_threads: see encode_to_numpy).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_ordinary("hello <|endoftext|>")[:2]
+        [24912, 464]
+        """
+        if (num_threads is None and type(text) is str and len(text) <= _SCRATCH and text.isascii()
+                and self._hf is None and self._interim is None):  # see _encode_short
+            out, n = self._encode_short(text, self._no_added, False)
+            return out[:n].tolist()
         if self._serve_interim("single"):
             return self._interim_ids(text, (), ())
         return self._to_list(self.encode_ordinary_to_numpy(text, num_threads=num_threads))
@@ -626,7 +599,12 @@ class Encoding:
         return self._encode_text(text, self._no_added, False)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
-        """The id of a text that is exactly one token (special tokens included); KeyError otherwise."""
+        """The id of a text that is exactly one token (special tokens included); KeyError otherwise.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_single_token("hello"), enc.encode_single_token("<|endoftext|>")
+        (24912, 199999)
+        """
         if isinstance(text_or_bytes, str):
             if text_or_bytes in self._special_tokens:
                 return self._special_tokens[text_or_bytes]
@@ -682,14 +660,9 @@ class Encoding:
         inner = np.searchsorted(offsets, targets, side="left").astype(np.int64)
         bounds = np.concatenate(([0], np.clip(inner, 0, n_rows), [n_rows])).astype(np.int64)
         bounds = np.maximum.accumulate(bounds)
-        with _PARALLEL_LOCK:
+        with parallel(threads):
             cache, work = self._parallel(threads)
-            prev = numba.get_num_threads()
-            numba.set_num_threads(threads)
-            try:
-                K.encode_rows(data, offsets, valid, bounds, self._t, amask, any_allowed, out, counts, cache, work)
-            finally:
-                numba.set_num_threads(prev)
+            K.encode_rows(data, offsets, valid, bounds, self._t, amask, any_allowed, out, counts, cache, work)
         new_offsets = np.empty(n_rows + 1, dtype=np.int64)
         n = K.compact_rows(out, offsets, 0, n_rows, counts, new_offsets)
         out.resize(n, refcheck=False)
@@ -704,7 +677,7 @@ class Encoding:
             bad = next(i for i, t in enumerate(texts) if not isinstance(t, str))
             check_text(texts[bad], f"texts[{bad}] (batch item {bad})")
             raise
-        if len(texts) > 1 and (joined.isascii() or len(joined) >= _KERNEL_UTF8_MIN):
+        if len(texts) > 1 and (joined.isascii() or len(joined) >= KERNEL_UTF8_MIN):
             offsets = np.zeros(len(texts) + 1, dtype=np.int64)
             np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=offsets[1:])
             if joined.isascii():
@@ -712,7 +685,7 @@ class Encoding:
             byte_offsets = np.empty_like(offsets)
             data, ok = str_utf8_rows(joined, offsets, byte_offsets)
             if ok:
-                return _read_only(data), byte_offsets
+                return read_only(data), byte_offsets
         encoded = [text_to_utf8(t) for t in texts]
         lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
@@ -756,7 +729,12 @@ class Encoding:
                      allowed_special: AllowedSpecial = set(),
                      disallowed_special: DisallowedSpecial = "all",
                      add_special_tokens: bool = False) -> list[list[int]]:
-        """`encode` over a list, in parallel (num_threads=0: all cores); same result for any thread count."""
+        """`encode` over a list, in parallel (num_threads=0: all cores); same result for any thread count.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_batch(["hello world", "goodbye"])
+        [[24912, 2375], [30744, 43571]]
+        """
         if self._serve_interim("rows"):
             return self._interim_batch(texts if isinstance(texts, (list, tuple)) else list(texts),
                                        allowed_special, disallowed_special)
@@ -803,7 +781,16 @@ class Encoding:
         skip_special_tokens drops the special tokens (for tokenizer.json models: added tokens with
         `special: true`), as HF's `decode(ids, skip_special_tokens=True)`. Models with a non-byte-level
         decoder (Mistral-7B's Replace/ByteFallback/Fuse/Strip) run HF's decoder chain. Unlike HF, an id
-        outside the vocabulary raises instead of being skipped."""
+        outside the vocabulary raises instead of being skipped.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode([24912, 2375])
+        'hello world'
+        >>> enc.decode([enc.n_vocab + 10])
+        Traceback (most recent call last):
+        ...
+        tltok_jit.errors.UnknownTokenError: Invalid token for decoding: 200029 (not in the vocabulary of 'o200k_base', n_vocab=200019)
+        """
         if self._hf is not None and self._hf.pipe.decoder is not None:
             ids = self._ids_array(tokens)
             if skip_special_tokens and len(self._special_ids) and len(ids):
@@ -814,7 +801,12 @@ class Encoding:
     def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8,
                      skip_special_tokens: bool = False) -> list[str]:
         """`decode` of each id sequence (num_threads is accepted for tiktoken's signature; decoding a
-        row is one kernel call, so it runs serially)."""
+        row is one kernel call, so it runs serially).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode_batch([[24912], [2375]])
+        ['hello', ' world']
+        """
         check_threads(num_threads)
         return [self.decode(ids, errors, skip_special_tokens=skip_special_tokens) for ids in batch]
 
@@ -860,7 +852,12 @@ class Encoding:
 
     def token_pieces(self, ids: Iterable[int]) -> list[str]:
         """One string per token with "".join(pieces) == decode(ids); a split character goes to the
-        token that completes it."""
+        token that completes it.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.token_pieces([24912, 2375])
+        ['hello', ' world']
+        """
         from .stream import token_pieces
 
         return token_pieces(self, ids)
@@ -878,7 +875,12 @@ class Encoding:
         return self._model.vocab
 
     def is_special_token(self, token: int) -> bool:
-        """True for the id of a special token (for tokenizer.json models: of any added token)."""
+        """True for the id of a special token (for tokenizer.json models: of any added token).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.is_special_token(enc.eot_token), enc.is_special_token(24912)
+        (True, False)
+        """
         return check_int(token, "token") in self._special_values
 
     def encode_with_unstable(self, text: str, *, allowed_special: AllowedSpecial = set(),
@@ -914,7 +916,13 @@ class Encoding:
         give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`.
 
         A pandas Series (object, `str` / `string[pyarrow]` or ArrowDtype) gives a pandas Series of
-        id lists, None for a null row, with the input's index and name."""
+        id lists, None for a null row, with the input's index and name.
+
+        >>> import pyarrow as pa
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_arrow(pa.array(["hello world", None, "goodbye"])).to_pylist()
+        [[24912, 2375], None, [30744, 43571]]
+        """
         from . import arrow
 
         if is_pandas_series(array):
@@ -939,7 +947,13 @@ class Encoding:
     def count_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
                     disallowed_special: DisallowedSpecial = "all", errors: str = "replace"):
         """The number of ids of every row (`int64`, nulls stay null); the ids are never materialized.
-        A pandas Series gives an `Int64` Series (<NA> for a null row) with the input's index and name."""
+        A pandas Series gives an `Int64` Series (<NA> for a null row) with the input's index and name.
+
+        >>> import pyarrow as pa
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.count_arrow(pa.array(["hello world", None, "goodbye"])).to_pylist()
+        [2, None, 2]
+        """
         from . import arrow
 
         if is_pandas_series(array):
@@ -962,7 +976,13 @@ class Encoding:
                                  disallowed_special=disallowed_special, errors=errors)
 
     def decode_arrow(self, list_array, *, errors: str = "replace", num_threads: int = 0):
-        """`list<uint32>` (any list of integer ids) back to `large_string`, one text per row."""
+        """`list<uint32>` (any list of integer ids) back to `large_string`, one text per row.
+
+        >>> import pyarrow as pa
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode_arrow(pa.array([[24912, 2375], None], pa.list_(pa.uint32()))).to_pylist()
+        ['hello world', None]
+        """
         from . import arrow
 
         if self._hf is not None and self._hf.pipe.decoder is not None:
@@ -976,7 +996,50 @@ class Encoding:
         """A `StreamEncoder`: `feed(text)` / `feed_bytes(data)` return the ids no continuation can
         change, `finish()` the rest; all of them together equal `encode(text, ...)`. A disallowed
         special token raises ValueError when the chunk completing it is fed (see
-        `tltok_jit.stream_encode`)."""
+        `tltok_jit.stream_encode`).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> se = enc.stream_encoder()
+        >>> [ids.tolist() for ids in (se.feed("hello wo"), se.feed("rld"), se.finish())]
+        [[24912], [], [2375]]
+        """
         from .stream_encode import StreamEncoder
 
         return StreamEncoder(self, allowed_special=allowed_special, disallowed_special=disallowed_special)
+
+
+def rebuild(recipe: tuple) -> Encoding:
+    """The Encoding `recipe` describes (see recipe.py), built at most once per process: pickle calls
+    this, and `tltok_jit.get_encoding` shares its instances with it."""
+    return cached(recipe, _build)
+
+
+def _build(recipe: tuple) -> Encoding:
+    kind, args = recipe[0], recipe[1:]
+    if kind == "encoding":
+        from .registry import load_description
+
+        (name,) = args
+        return Encoding(load_description(name), _recipe=recipe)
+    if kind == "hf_json":
+        from .loaders.hf_json import read_hf_json
+
+        path, config, name = args
+        return Encoding(read_hf_json(path, config, name=name), _recipe=recipe)
+    if kind == "gpt2_files":
+        from .loaders.gpt2_files import read_gpt2_files
+
+        vocab, merges, name = args
+        return Encoding(read_gpt2_files(vocab, merges, name=name), _recipe=recipe)
+    if kind == "tiktoken_file":
+        path, pattern, specials, name, pattern_kind, n_vocab = args
+        return Encoding.from_tiktoken_file(path, pattern=pattern, special_tokens=dict(specials), name=name,
+                                           pattern_kind=pattern_kind, explicit_n_vocab=n_vocab)
+    if kind == "ranks":
+        name, pat_str, ranks, specials, n_vocab = args
+        return Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=dict(specials),
+                        explicit_n_vocab=n_vocab)
+    if kind == "description":
+        model, use_cache = args
+        return Encoding(model, use_cache=use_cache)
+    raise ValueError(f"unknown Encoding recipe kind {kind!r}")

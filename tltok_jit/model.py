@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-class TokenizerFileError(ValueError):
-    """A tokenizer file (or a model description) is malformed; the message names the file and the place."""
+from .errors import TokenizerFileError  # noqa: F401  (re-exported: loaders raise it from here)
 
 
 @dataclass(frozen=True)

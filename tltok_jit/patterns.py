@@ -53,11 +53,3 @@ PATTERN_KINDS: dict[str, str] = {
 def kind_of_pattern(pattern: str) -> str | None:
     """The scanner kind implementing `pattern` exactly, or None."""
     return PATTERN_KINDS.get(pattern)
-
-
-def registry_defaults(name: str) -> tuple[str, dict[str, int]]:
-    """(pattern, special tokens) of a known encoding name."""
-    from .registry import encoding_spec
-
-    spec = encoding_spec(name)
-    return spec.pattern, dict(spec.special_tokens)

@@ -10,8 +10,9 @@ A recipe is a tuple naming the constructor and its arguments:
   ("description", model, use_cache)                            Encoding(ModelDescription)
 
 Paths are absolute and mappings are tuples of their items in order (or the very dict the encoding
-was built from), so pickling one encoding twice gives the same bytes. `rebuild` keeps one Encoding per
-recipe per process: a worker that unpickles the same encoding for every task builds its tables once.
+was built from), so pickling one encoding twice gives the same bytes. `cached` keeps one Encoding per
+recipe per process (`encoding.rebuild`, which pickle calls, goes through it): a worker that unpickles
+the same encoding for every task builds its tables once.
 """
 
 from __future__ import annotations
@@ -37,41 +38,14 @@ def _key(recipe: tuple) -> object:
         return (recipe[0], hashlib.sha256(pickle.dumps(recipe, protocol=4)).hexdigest())
 
 
-def _build(recipe: tuple):
-    import tltok_jit
-    from .encoding import Encoding
-
-    kind, args = recipe[0], recipe[1:]
-    if kind == "encoding":
-        return tltok_jit.get_encoding(*args)
-    if kind == "hf_json":
-        path, config, name = args
-        return tltok_jit.from_file(path, config, name=name)
-    if kind == "gpt2_files":
-        vocab, merges, name = args
-        return tltok_jit.from_gpt2_files(vocab, merges, name=name)
-    if kind == "tiktoken_file":
-        path, pattern, specials, name, pattern_kind, n_vocab = args
-        return Encoding.from_tiktoken_file(path, pattern=pattern, special_tokens=dict(specials), name=name,
-                                           pattern_kind=pattern_kind, explicit_n_vocab=n_vocab)
-    if kind == "ranks":
-        name, pat_str, ranks, specials, n_vocab = args
-        return Encoding(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=dict(specials),
-                        explicit_n_vocab=n_vocab)
-    if kind == "description":
-        model, use_cache = args
-        return Encoding(model, use_cache=use_cache)
-    raise ValueError(f"unknown Encoding recipe kind {kind!r}")
-
-
-def rebuild(recipe: tuple):
-    """The Encoding `recipe` describes, built at most once per process (pickle calls this)."""
+def cached(recipe: tuple, build):
+    """`build(recipe)`, called at most once per recipe per process (later calls return that result)."""
     key = _key(recipe)
     enc = _BUILT.get(key)
     if enc is None:
         with _LOCK:
             enc = _BUILT.get(key)
             if enc is None:
-                enc = _build(recipe)
+                enc = build(recipe)
                 _BUILT[key] = enc
     return enc

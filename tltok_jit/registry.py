@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 from .data import embedded_location, read_embedded
 from .loaders.tiktoken_file import read_tiktoken_model
-from .model import ModelDescription, TokenizerFileError
+from .errors import RankFileHashError, RankFileUnavailableError, TokenizerFileError  # noqa: F401
+from .model import ModelDescription
 from .patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 
 __all__ = [
@@ -143,14 +144,6 @@ _SPECS: dict[str, EncodingSpec] = {
 }
 
 
-class RankFileHashError(TokenizerFileError):
-    """A rank file (found locally or downloaded) does not have the published sha256."""
-
-
-class RankFileUnavailableError(FileNotFoundError):
-    """A rank file is in none of the local places and could not be downloaded."""
-
-
 def list_encoding_names() -> list[str]:
     return list(_SPECS)
 
@@ -161,6 +154,12 @@ def encoding_spec(name: str) -> EncodingSpec:
     except (KeyError, TypeError):
         raise ValueError(
             f"unknown encoding {name!r}; known encodings: {', '.join(_SPECS)}") from None
+
+
+def registry_defaults(name: str) -> tuple[str, dict[str, int]]:
+    """(pattern, special tokens) of a known encoding name."""
+    spec = encoding_spec(name)
+    return spec.pattern, dict(spec.special_tokens)
 
 
 def cache_dir() -> pathlib.Path:

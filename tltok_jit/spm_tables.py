@@ -16,7 +16,7 @@ from .kernels import sentencepiece as K
 from .loaders.sentencepiece_model import (
     BPE, BYTE, CONTROL, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED, SentencePieceModel,
 )
-from .tokenizer import TokenizerAssetError
+from .errors import TokenizerAssetError
 
 __all__ = ["SentencePieceTables", "build_tables", "byte_of_piece"]
 

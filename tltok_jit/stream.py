@@ -42,6 +42,7 @@ import numpy as np
 
 from .args import check_int, token_id_array
 from .decoder_chain import ChainStream
+from .errors import UnknownTokenError
 from .kernels import stream_decode as _k
 
 __all__ = [
@@ -147,10 +148,10 @@ class TokenTables:
             self._token_bytes = tb
         return tb
 
-    def bad_id(self, token_id) -> ValueError:
+    def bad_id(self, token_id) -> UnknownTokenError:
         what = "is an unassigned id" if 0 <= token_id < self.n_vocab else "is out of range"
         of = f" of {self.name!r}" if self.name else ""
-        return ValueError(f"token id {token_id} {what} (vocabulary size {self.n_vocab}{of})")
+        return UnknownTokenError(f"token id {token_id} {what} (vocabulary size {self.n_vocab}{of})")
 
 
 _CACHE: dict = {}  # id(enc) -> (weakref to enc, TokenTables); entries leave with their encoding

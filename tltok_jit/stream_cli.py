@@ -68,8 +68,8 @@ def _specials(value: str, *, none_word: str | None = None):
 
 def stream_main(args) -> int:
     """Run `tltok stream` with parsed `args`; returns the exit status (CliError for a bad option)."""
-    from .cli import CliError, SPECIAL_MODES, load_encoding
-    from .encoding import DisallowedSpecialTokenError
+    from .cli_common import SPECIAL_MODES, CliError, load_encoding
+    from .errors import DisallowedSpecialTokenError
 
     enc = load_encoding(args.encoding, None)
     allowed = _specials(args.allowed_special)
@@ -132,7 +132,7 @@ def stream_main(args) -> int:
 
 
 def main(argv=None) -> int:
-    from .cli import CliError
+    from .cli_common import CliError
 
     p = add_stream_arguments(argparse.ArgumentParser(prog="tltok stream", description=__doc__.split("\n")[0]))
     try:

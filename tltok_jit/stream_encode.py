@@ -124,11 +124,12 @@ import weakref
 import numpy as np
 
 from .args import check_text
-from .encoding import raise_disallowed_special_token, text_to_utf8
+from .errors import raise_disallowed_special_token
 from .kernels import encode as _enc_k
 from .kernels import stream_encode as K
 from .kernels.trees import F_REACH
 from .tables import TREES_MONOTONE, TREES_SAME
+from .text import text_to_utf8
 
 __all__ = ["StreamEncoder", "LONG_MIN"]
 

@@ -26,6 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from .errors import (  # noqa: F401  (the registry's errors, re-exported here)
+    EncodeNotSupportedError,
+    TokenIdError,
+    TokenizerAssetError,
+    TokenizerError,
+    UnknownTokenizerKindError,
+)
+
 __all__ = [
     "EncodeNotSupportedError",
     "FFFD",
@@ -41,26 +49,6 @@ __all__ = [
 ]
 
 FFFD = "\ufffd"
-
-
-class TokenizerError(ValueError):
-    """Base of every error the tokenizer registry and its kinds raise on bad input."""
-
-
-class UnknownTokenizerKindError(TokenizerError):
-    """`TokenizerSpec.kind` names no registered kind (the message lists the known ones)."""
-
-
-class TokenizerAssetError(TokenizerError):
-    """An asset file is missing, unreadable or malformed (the message names its key, path and place)."""
-
-
-class TokenIdError(TokenizerError):
-    """An id is not an integer, negative, or not in the vocabulary."""
-
-
-class EncodeNotSupportedError(TokenizerError):
-    """`encode` was called on a decode-only kind (test `supports_encode` first)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from numba import prange, uint64
 
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put, short_slot
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
-from .jit import borrow, njit, prefetch
+from .jit import borrow, njit, prefetch, stack_array
 from .merge import merge_piece
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
 from .scan import data_ptr
@@ -51,7 +51,7 @@ def _maybe_unreachable(buf, pos, n, filt):
 @njit
 def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
     """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position."""
-    spans = np.empty(3, dtype=np.int64)
+    spans = stack_array(3, np.int64)
     spans[0] = start
     spans[1] = end
     spans[2] = op
@@ -114,11 +114,11 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     memo = c_pairs[:0] if len(rank_ids) == 0 else c_pairs
     bloom = borrow(T.pair_bloom)
     sv_mask = (len(short_vocab) // SHORT_WORDS) - 1
-    w_end = np.empty(WINDOW, dtype=np.int64)
-    w_k0 = np.empty(WINDOW, dtype=np.uint64)
-    w_k1 = np.empty(WINDOW, dtype=np.uint64)
-    w_h = np.empty(WINDOW, dtype=np.uint64)
-    w_t = np.empty(WINDOW, dtype=np.int64)
+    w_end = stack_array(WINDOW, np.int64)
+    w_k0 = stack_array(WINDOW, np.uint64)
+    w_k1 = stack_array(WINDOW, np.uint64)
+    w_h = stack_array(WINDOW, np.uint64)
+    w_t = stack_array(WINDOW, np.int64)
     for j in range(n_spans):
         pos = spans[3 * j]
         end = spans[3 * j + 1]

@@ -308,3 +308,28 @@ def _make_view(readonly: bool):
 # keeps the memory alive and never lets the view leave the kernel call.
 view_ro = _make_view(True)
 view_rw = _make_view(False)
+
+
+@numba.extending.intrinsic
+def stack_array(typingctx, n, dtype):
+    """A C array of `n` (a compile-time constant) items of `dtype` in the calling function's stack
+    frame, uninitialized and without a reference count: scratch that costs no allocation (np.empty
+    inside a kernel is an NRT allocation, a measurable share of a call on a short text). The array
+    must never leave the function that made it."""
+    if not isinstance(n, numba.types.IntegerLiteral) or not isinstance(dtype, numba.types.NumberClass):
+        return None
+    count = n.literal_value
+    aryty = numba.types.Array(dtype.instance_type, 1, "C")
+    sig = aryty(n, dtype)
+
+    def codegen(context, builder, signature, args):
+        elem_t = context.get_data_type(aryty.dtype)
+        itemsize = context.get_abi_sizeof(elem_t)
+        intp = context.get_value_type(numba.types.intp)
+        data = numba.core.cgutils.alloca_once(builder, elem_t, size=intp(count))
+        ary = context.make_array(aryty)(context, builder)
+        numba.np.arrayobj.populate_array(ary, data=data, shape=[intp(count)], strides=[intp(itemsize)],
+                                         itemsize=intp(itemsize), meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen

@@ -74,7 +74,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..decoder_chain import DecoderChain
-from ..model import AddedToken, ModelDescription, TokenizerFileError
+from ..errors import TokenizerFileError, UnsupportedTokenizerError
+from ..model import AddedToken, ModelDescription
 from ..unicode.regex16 import CLASS_PROPS as _CLASS_PROPS, unicode16_text as _unicode16_text  # noqa: F401
 from .byte_alphabet import BYTE_TO_CHAR, CHAR_TO_BYTE, beta_decode, bytes_to_unicode  # noqa: F401  (re-exported)
 
@@ -87,18 +88,6 @@ __all__ = [
     "hf_nfc",
     "read_hf_json",
 ]
-
-
-class UnsupportedTokenizerError(TokenizerFileError):
-    """The file uses a feature outside the supported subset; `field` / `value` name it."""
-
-    def __init__(self, where: str, field: str, value, hint: str = ""):
-        self.field = field
-        self.value = value
-        shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-        if len(shown) > 200:
-            shown = shown[:200] + "..."
-        super().__init__(f"{where}: unsupported {field} = {shown}" + (f" ({hint})" if hint else ""))
 
 
 class TokenizerConfigWarning(UserWarning):

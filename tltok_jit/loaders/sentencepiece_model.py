@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ..tokenizer import TokenizerAssetError
+from ..errors import TokenizerAssetError
 
 __all__ = ["NORMAL", "UNKNOWN", "CONTROL", "USER_DEFINED", "UNUSED", "BYTE", "UNIGRAM", "BPE",
            "NormalizerSpec", "SentencePieceModel", "read_sentencepiece_model", "parse_model_proto"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tokenizer import TokenizerAssetError
+from ..errors import TokenizerAssetError
 
 __all__ = ["read_units"]
 

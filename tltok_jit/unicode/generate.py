@@ -1,4 +1,4 @@
-"""Generate the two-stage character-class table for one Unicode version.
+r"""Generate the two-stage character-class table for one Unicode version.
 
     python -m tltok_jit.unicode.generate            # uses unicodedata2 (pin: unicodedata2==16.0.0)
     python -m tltok_jit.unicode.generate --module-path /tmp/ucd17 [--out DIR]

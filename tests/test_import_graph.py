@@ -1,0 +1,148 @@
+"""The package's imports run one way: loaders -> description -> tables -> kernels <- front ends <-
+integrations. Every `import` of a tltok_jit module counts, at the top of a file or inside a
+function (an import inside a function is still a dependency; it only hides a cycle from Python)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import tltok_jit
+
+PACKAGE = pathlib.Path(tltok_jit.__file__).parent
+ROOT = "tltok_jit"
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: pathlib.Path, known: set[str]) -> set[str]:
+    """The tltok_jit modules `name` imports (a `from X import y` counts X, and X.y if it is a module)."""
+    is_pkg = path.name == "__init__.py"
+    here = name.split(".") if is_pkg else name.split(".")[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != ROOT:
+                continue
+            subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in known]
+            if subs and len(subs) == len(node.names):
+                out.update(subs)  # `from . import arrow`: the submodule, not the package
+            else:
+                out.add(target)
+                out.update(subs)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == ROOT)
+    out.discard(name)
+    return {m for m in out if m in known}
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    graph = {name: _imports(name, path, known) for name, path in mods.items()}
+    # importing tltok_jit.a.b runs tltok_jit/__init__ and tltok_jit/a/__init__ first; those edges are
+    # Python's, not the module's, and a package's __init__ importing its own submodules is its job
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of `graph` as a list of modules (first == last), or None."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    color = dict.fromkeys(graph, WHITE)
+    stack: list[str] = []
+
+    def visit(u: str):
+        color[u] = GREY
+        stack.append(u)
+        for v in sorted(graph[u]):
+            if color[v] == GREY:
+                return stack[stack.index(v):] + [v]
+            if color[v] == WHITE:
+                found = visit(v)
+                if found:
+                    return found
+        stack.pop()
+        color[u] = BLACK
+        return None
+
+    for u in sorted(graph):
+        if color[u] == WHITE:
+            found = visit(u)
+            if found:
+                return found
+    return None
+
+
+def test_find_cycle_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_kernels_import_no_front_end():
+    graph = import_graph()
+    for name, deps in graph.items():
+        if name.startswith(f"{ROOT}.kernels"):
+            outside = {d for d in deps if not d.startswith(f"{ROOT}.kernels") and d != f"{ROOT}.unicode"
+                       and not d.startswith(f"{ROOT}.unicode.")}
+            assert not outside, f"{name} imports {sorted(outside)}: kernels see only kernels and Unicode tables"
+
+
+def test_import_loads_neither_pyarrow_nor_polars():
+    code = ("import sys, tltok_jit; bad = [m for m in ('pyarrow', 'polars', 'pandas', 'ray') if m in sys.modules];"
+            " assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)
+
+
+# what each lower layer may not import: a description never depends on what consumes it
+LOWER_LAYERS = {
+    f"{ROOT}.loaders": ("encoding", "arrow", "stream", "stream_encode", "tokenizer", "kinds", "cli", "udf", "ray"),
+    f"{ROOT}.model": ("encoding", "arrow", "stream", "stream_encode", "tokenizer", "kinds", "cli", "udf", "ray",
+                      "loaders", "tables"),
+    f"{ROOT}.tables": ("encoding", "arrow", "stream", "stream_encode", "tokenizer", "kinds", "cli", "udf", "ray"),
+    f"{ROOT}.spm_tables": ("encoding", "arrow", "stream", "stream_encode", "tokenizer", "kinds", "cli", "udf",
+                           "ray"),
+    f"{ROOT}.table_cache": ("encoding", "arrow", "stream", "stream_encode", "tokenizer", "kinds", "cli", "udf",
+                            "ray"),
+    f"{ROOT}.errors": tuple(m.split(".")[-1] for m in _modules() if m.count(".") == 1),
+}
+
+
+# Known, listed so that no new one slips in: the tokenizer.json runtime (normalizer, Python
+# pretokenizer, decoder around the kernels) still lives in its loader and reads Arrow columns.
+KNOWN_UPWARD = {("tltok_jit.loaders.hf_json", "tltok_jit.arrow")}
+
+
+def test_lower_layers_import_no_front_end():
+    graph = import_graph()
+    for name, deps in graph.items():
+        for layer, banned in LOWER_LAYERS.items():
+            if name == layer or name.startswith(layer + "."):
+                bad = sorted(d for d in deps if d.split(".")[1] in banned and (name, d) not in KNOWN_UPWARD)
+                assert not bad, f"{name} imports {bad}"
+
+
+def test_known_upward_imports_still_exist():
+    graph = import_graph()  # an entry fixed upstream must leave the list too
+    for name, dep in KNOWN_UPWARD:
+        assert dep in graph[name], f"{name} no longer imports {dep}: remove it from KNOWN_UPWARD"
