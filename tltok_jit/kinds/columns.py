@@ -1,5 +1,5 @@
-"""Arrow columns for registry kinds: reading text and id-list columns, building the results, and
-`RowColumns`, the column entry points of kinds that encode and decode one text at a time.
+"""Arrow columns for registry kinds: reading text and id-list columns and building the results
+(the entry points themselves: `row_columns.RowColumns`, `sentencepiece_columns`, `encoding_backed`).
 
 The entry points have the signatures and conventions of `Encoding.encode_arrow`, `count_arrow`
 and `decode_arrow` (see `tltok_jit.arrow`): string, large_string, string_view (and binary kinds,
@@ -24,8 +24,9 @@ from ..arrow import ArrowRowError, as_arrow, check_offsets, is_text_type
 from ..pandas_io import counts_series, ids_series, is_pandas_series
 from ..tokenizer import TokenIdError
 
-__all__ = ["IdColumn", "RowColumns", "TextColumn", "chunks_of", "id_columns", "ids_array", "counts_array",
-           "check_errors", "replaced_text", "strings_array", "text_columns", "LIST_MAX_IDS"]
+__all__ = ["IdColumn", "LIST_MAX_IDS", "TextColumn", "assemble_counts", "assemble_ids", "check_errors",
+           "chunks_of", "counts_array", "id_columns", "ids_array", "read_ids", "read_text", "replaced_text",
+           "strings_array", "text_columns", "want_large", "with_template"]
 
 LIST_MAX_IDS = 2**31 - 1  # ids a list<uint32> array holds (int32 offsets)
 
@@ -159,7 +160,9 @@ def replaced_text(data: bytes, errors: str, row: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         if errors == "strict":
-            raise ArrowRowError(f"row {row}: invalid UTF-8 at byte {e.start}; pass errors='replace'", row) from None
+            pos = e.start
+            raise ArrowRowError(f"row {row}: invalid UTF-8 at byte {pos} ({data[max(pos - 8, 0):pos + 8]!r}); pass "
+                                "errors='replace' to encode it as bytes.decode('utf-8', 'replace') would", row) from None
         return data.decode("utf-8", "replace")
 
 
@@ -288,65 +291,36 @@ def strings_array(texts: list, valid: np.ndarray) -> pa.Array:
     return pa.array([t if v else None for t, v in zip(texts, valid)], type=pa.large_string())
 
 
-# ---- row at a time -----------------------------------------------------------------------------
+def _list_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids uint32, offsets int64 from 0, valid) of a list<uint32> / large_list<uint32> array."""
+    off = np.asarray(arr.offsets, dtype=np.int64)
+    values = arr.values.to_numpy(zero_copy_only=False)
+    ids = values[off[0]:off[-1]] if len(off) else values[:0]
+    return ids, off - off[0], _valid_mask(arr)
 
-class RowColumns:
-    """Column entry points of a kind that encodes (if `supports_encode`) and decodes one text at a
-    time with `encode` and `decode` (mixed into a Tokenizer). Same results as a loop over the rows;
-    `num_threads` is accepted and the rows run on the calling thread."""
 
-    def _encode_chunk(self, col: TextColumn, row_base: int, errors: str, counting: bool):
-        rows = []
-        for r in np.flatnonzero(col.valid).tolist():
-            data = col.row_bytes(r)
-            rows.append((r, self.encode(replaced_text(data, errors, row_base + r))))
-        counts = np.zeros(col.n, np.int64)
-        for r, ids in rows:
-            counts[r] = len(ids)
-        if counting:
-            return counts, col.valid
-        offsets = np.zeros(col.n + 1, np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        flat = np.fromiter((i for _r, ids in rows for i in ids), np.uint32, count=int(offsets[-1]))
-        return flat, offsets, col.valid
-
-    def encode_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace",
-                     large_list: bool | None = None):
-        """`encode` of every row: list<uint32> (see the module docstring)."""
-        self._require_encode()
-        check_errors(errors)
-        if is_pandas_series(column):
-            return ids_series(self.encode_arrow(as_arrow(column), errors=errors, large_list=large_list), column,
-                              lambda a: a.tolist())
-        return text_columns(column, lambda col, base: self._encode_chunk(col, base, errors, False),
-                            lambda res, chunked: assemble_ids(res, chunked, large_list))
-
-    def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
-        """The number of ids of every row: int64, nulls stay null."""
-        self._require_encode()
-        check_errors(errors)
-        if is_pandas_series(column):
-            return counts_series(self.count_arrow(as_arrow(column), errors=errors), column)
-        return text_columns(column, lambda col, base: self._encode_chunk(col, base, errors, True), assemble_counts)
-
-    def decode_arrow(self, column, *, errors: str = "replace", num_threads: int | None = None):
-        """`decode` of every row of a list<integer> column: large_string, nulls stay null. Invalid
-        bytes render by the kind's own decode rule, so only errors="replace" is available."""
-        check_errors(errors)
-        if errors != "replace":
-            raise ValueError(f"tokenizer kind {self.kind!r} renders invalid bytes by its own decode rule: "
-                             "decode_arrow takes errors='replace' only")
-
-        def decode_chunk(col: IdColumn, row_base: int) -> pa.Array:
-            o = col.offsets.tolist()
-            flat = col.ids.tolist()
-            return strings_array([self.decode(flat[o[r]:o[r + 1]]) if col.valid[r] else None
-                                  for r in range(len(col.valid))], col.valid)
-
-        return id_columns(column, self.vocab_size, decode_chunk)
-
-    def _require_encode(self) -> None:
-        if not self.supports_encode:
-            from ..tokenizer import EncodeNotSupportedError
-
-            raise EncodeNotSupportedError(f"tokenizer kind {self.kind!r} is decode-only: it has no encode_arrow")
+def with_template(result, prefix: np.ndarray, suffix: np.ndarray, large_list: bool | None):
+    """A list<uint32> result (Array or ChunkedArray) with `prefix` and `suffix` around every non-null row."""
+    chunks, chunked = chunks_of(result)
+    parts = []
+    for arr in chunks:
+        ids, off, valid = _list_parts(arr)
+        n = len(valid)
+        lens = np.diff(off)
+        extra = np.where(valid, len(prefix) + len(suffix), 0)
+        new_off = np.zeros(n + 1, np.int64)
+        np.cumsum(lens + extra, out=new_off[1:])
+        out = np.empty(int(new_off[-1]), np.uint32)
+        rows = np.flatnonzero(valid)
+        shift = new_off[:-1] - off[:-1] + np.where(valid, len(prefix), 0)
+        out[np.arange(len(ids), dtype=np.int64) + np.repeat(shift, lens)] = ids
+        if len(prefix):
+            out[(new_off[rows][:, None] + np.arange(len(prefix))).ravel()] = np.tile(prefix, len(rows))
+        if len(suffix):
+            out[(new_off[rows + 1][:, None] - len(suffix) + np.arange(len(suffix))).ravel()] = np.tile(suffix, len(rows))
+        parts.append((out, new_off, valid))
+    large = want_large(max([int(p[1][-1]) for p in parts] or [0]), large_list) if large_list is not None else \
+        any(int(p[1][-1]) > LIST_MAX_IDS for p in parts)
+    out_arrays = [ids_array(o, f, v, large) for o, f, v in parts]
+    typ = pa.large_list(pa.uint32()) if large else pa.list_(pa.uint32())
+    return pa.chunked_array(out_arrays, type=typ) if chunked else out_arrays[0]

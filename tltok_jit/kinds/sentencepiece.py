@@ -27,6 +27,7 @@ from ..loaders.sentencepiece_model import BYTE, CONTROL, UNKNOWN, USER_DEFINED, 
 from ..spm_tables import SentencePieceTables, build_tables
 from ..stream import incomplete_tail_start
 from ..tokenizer import FFFD, TokenIdError, Tokenizer, TokenizerAssetError, TokenizerSpec
+from .row_columns import RowColumns
 from .symbol_table import SPECIAL_NAMES
 
 if TYPE_CHECKING:
@@ -56,10 +57,10 @@ def _utf8_char(data: bytes, pos: int) -> int:
     return 0
 
 
-class SentencePieceTokenizer(Tokenizer):
+class SentencePieceTokenizer(RowColumns, Tokenizer):
     """A `.model` behind the contract; see the module docstring. The Arrow column entry points
-    (`encode_arrow`, `count_arrow`, `decode_arrow`) are those of `tltok_jit.kinds.columns`, the
-    encoders on the parallel column kernel (`tltok_jit.kinds.sentencepiece_columns`)."""
+    (`encode_arrow`, `count_arrow`) run on the parallel column kernel
+    (`tltok_jit.kinds.sentencepiece_columns`); `decode_arrow` decodes row by row (`RowColumns`)."""
 
     kind = "sentencepiece"
 
@@ -199,15 +200,6 @@ class SentencePieceTokenizer(Tokenizer):
 
             return counts_series(self.count_arrow(as_arrow(column), num_threads=num_threads, errors=errors), column)
         return self._column_run(column, num_threads, errors, True)
-
-    def decode_arrow(self, column, *, errors: str = "replace",
-                     num_threads: int | None = None) -> "pa.Array | pa.ChunkedArray":
-        """`decode` of every row of a list<integer> column (list / large_list / fixed_size_list of
-        uint32, int32, ...): large_string, nulls stay null. SentencePiece renders an invalid byte
-        piece as U+FFFD, so errors="replace" is the only choice."""
-        from .columns import RowColumns
-
-        return RowColumns.decode_arrow(self, column, errors=errors, num_threads=num_threads)
 
     # ------------------------------------------------------------------ decode
     def _piece_text(self, i: int, is_bos_ws: bool) -> tuple[str, bool]:
