@@ -4,10 +4,12 @@ single-text kernels of `kernels.sentencepiece`, its ids written into a region of
 Rows come as (buffer index, start, length) into a typed list of read-only uint8 buffers (the data
 buffer of a string / large_string column, or the views and data buffers of a string_view column),
 plus a validity mask; the caller has checked every row lies inside its buffer. Rows are grouped in
-blocks (bounds[k]..bounds[k + 1]); workers take blocks from an atomic counter, so the work is
-balanced whatever the rows cost, and each block's rows are encoded alone: the ids do not depend on
-the thread count or the blocks (the BPE segment cache is per worker and only ever returns the ids
-the merge gives).
+blocks (bounds[k]..bounds[k + 1]); workers (`encode_rows` on one thread each: the kernels release
+the GIL) take blocks from an atomic counter, so the work is balanced whatever the rows cost, and
+each block's rows are encoded alone: the ids do not depend on the thread count or the blocks (the
+BPE segment cache is per worker and only ever returns the ids the merge gives). Plain threads
+rather than a numba parallel loop: nothing more to compile for 2 threads than for 1, no threading
+layer (fork-safe), and the calling thread is one of the workers.
 
 Row r's ids go to out[ro[r]:ro[r + 1]]; a row with more ids than its region holds is marked
 ST_OVERFLOW (its count kept) and a row that is not valid UTF-8 ST_INVALID_UTF8 (nothing written),
@@ -17,7 +19,7 @@ for the caller to encode on the single-text path.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -142,30 +144,20 @@ def _run_block(k, w, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, s
             out[base + j] = np.uint32(ids[j])
 
 
-@njit(parallel=True)
-def encode_rows_parallel(nw, counter, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, counting,
-                         norm_spec, user_trie, charsmap_units, charsmap_repl, bpe, uni, unk_id, byte_fallback,
-                         byte_ids, valid_normalized, ck, cbytes, cids, cfill):
-    """`_run_block` for every block, on nw workers taking blocks from counter[0] (set to 0)."""
-    nb = bounds.shape[0] - 1
-    for c in prange(nw):
-        w = np.int64(c)  # prange's index is unsigned; the serial driver passes int64 (one variant)
-        while True:
-            k = _fetch_add(counter, 0)
-            if k >= nb:
-                break
-            _run_block(k, w, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, counting,
-                       norm_spec, user_trie, charsmap_units, charsmap_repl, bpe, uni, unk_id, byte_fallback,
-                       byte_ids, valid_normalized, ck, cbytes, cids, cfill)
-
-
 @njit
-def encode_rows_serial(bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, counting,
-                       norm_spec, user_trie, charsmap_units, charsmap_repl, bpe, uni, unk_id, byte_fallback,
-                       byte_ids, valid_normalized, ck, cbytes, cids, cfill):
-    """`_run_block` for every block on the calling thread (worker 0)."""
-    for k in range(bounds.shape[0] - 1):
-        _run_block(k, np.int64(0), bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, counting,
+def encode_rows(w, counter, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, counting,
+                norm_spec, user_trie, charsmap_units, charsmap_repl, bpe, uni, unk_id, byte_fallback, byte_ids,
+                valid_normalized, ck, cbytes, cids, cfill):
+    """Worker w: `_run_block` for blocks taken from counter[0] (atomically) until none is left.
+
+    The caller runs one worker per thread (this kernel releases the GIL); each has its own BPE
+    cache (ck[w], ...). One worker with counter[0] = 0 encodes every block."""
+    nb = bounds.shape[0] - 1
+    while True:
+        k = _fetch_add(counter, 0)
+        if k >= nb:
+            break
+        _run_block(k, w, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, counting,
                    norm_spec, user_trie, charsmap_units, charsmap_repl, bpe, uni, unk_id, byte_fallback,
                    byte_ids, valid_normalized, ck, cbytes, cids, cfill)
 

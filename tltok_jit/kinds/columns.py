@@ -73,9 +73,11 @@ class TextColumn:
         return self.bufs[int(self.rbuf[r])][s:s + int(self.rlen[r])].tobytes()
 
     def typed_bufs(self):
+        """The buffers as a numba typed list of read-only arrays (a writable pyarrow buffer would
+        give the rows another type, and the kernels they reach a second compiled variant)."""
         lst = TypedList()
         for b in self.bufs:
-            lst.append(b)
+            lst.append(_read_only(b))
         return lst
 
 

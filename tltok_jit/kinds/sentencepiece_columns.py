@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 
-import numba
 import numpy as np
 
 from ..kernels import sentencepiece as K
@@ -35,12 +34,25 @@ def _ro(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _parallel_lock():
-    # numba's workqueue threading layer must not be entered by two threads at once; every
-    # parallel kernel of the package runs under the Encoding's lock
-    from ..encoding import _PARALLEL_LOCK
+def _on_threads(threads: int, work) -> None:
+    """work(w) for w in range(threads): w = 0 on the calling thread, the others on threads of their
+    own (started per call: a pool would not survive a fork). The first error is raised."""
+    errors: list[BaseException] = []
 
-    return _PARALLEL_LOCK
+    def run(w: int) -> None:
+        try:
+            work(w)
+        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+            errors.append(e)
+
+    others = [threading.Thread(target=run, args=(w,), daemon=True) for w in range(1, threads)]
+    for t in others:
+        t.start()
+    run(0)
+    for t in others:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 class ColumnEncoder:
@@ -112,19 +124,13 @@ class ColumnEncoder:
                 counts, status, counting, self._norm_spec, self._user_trie, self._units, self._repl, self._bpe,
                 self._uni, self._unk_id, self._byte_fallback, self._byte_ids, self._valid_normalized)
         with self._lock:
+            if self._caches[0].shape[0] < threads:
+                self._caches = self._new_caches(threads)
+            self._counter[0] = 0
             if threads == 1:
-                KA.encode_rows_serial(*args, *self._caches)
+                KA.encode_rows(np.int64(0), self._counter, *args, *self._caches)
             else:
-                with _parallel_lock():
-                    if self._caches[0].shape[0] < threads:
-                        self._caches = self._new_caches(threads)
-                    prev = numba.get_num_threads()
-                    numba.set_num_threads(threads)
-                    try:
-                        self._counter[0] = 0
-                        KA.encode_rows_parallel(np.int64(threads), self._counter, *args, *self._caches)
-                    finally:
-                        numba.set_num_threads(prev)
+                _on_threads(threads, lambda w: KA.encode_rows(np.int64(w), self._counter, *args, *self._caches))
         redo = np.flatnonzero(status != KA.ST_OK)
         fixed = {}
         for r in redo.tolist():
