@@ -257,7 +257,12 @@ def test_sentencepiece_threads_and_blocks(spm_pair):
     assert rows_of(one) == sp.encode(texts)
 
 
-@given(st.binary(max_size=24))
+_PIECES = st.one_of(st.binary(max_size=4), st.text(max_size=3).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                    st.sampled_from([b"\xe0\x9f\x80", b"\xe0\xa0\x80", b"\xed\x9f\xbf", b"\xed\xa0\x80",
+                                     b"\xef\xbf\xbf", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xe4\xbd"]))
+
+
+@given(st.lists(_PIECES, max_size=8).map(b"".join))
 @SETTINGS
 def test_first_invalid_utf8_matches_python(data):
     from tltok_jit.kernels.sentencepiece_arrow import first_invalid_utf8
@@ -269,3 +274,25 @@ def test_first_invalid_utf8_matches_python(data):
     except UnicodeDecodeError as e:
         want = e.start
     assert first_invalid_utf8(buf) == want
+
+
+def test_sentencepiece_columns_after_fork(spm_pair):
+    """The worker threads are started per call: a forked child encodes columns on 2 threads too."""
+    import multiprocessing
+
+    tok, sp = spm_pair("botchan_en_bpe_1000")
+    texts = documents(60)
+    arr = pa.array(texts)
+    want = tok.encode_arrow(arr, num_threads=2)
+    _FORKED["tok"] = tok  # inherited by the child (a tokenizer does not pickle)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_child_encode, (texts,)).get(timeout=300)
+    assert got == want.to_pylist() == sp.encode(texts)
+
+
+_FORKED: dict = {}
+
+
+def _child_encode(texts):
+    return _FORKED["tok"].encode_arrow(pa.array(texts), num_threads=2).to_pylist()

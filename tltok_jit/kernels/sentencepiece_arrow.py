@@ -24,7 +24,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import sentencepiece as S
-from .jit import njit
+from .jit import borrow, njit
 
 ST_OK = 0
 ST_INVALID_UTF8 = 1
@@ -54,6 +54,7 @@ def _fetch_add(typingctx, arr, idx):
 def first_invalid_utf8(buf):
     """Position of the first byte of `buf` that starts no valid UTF-8 character (standard UTF-8:
     no overlongs, surrogates or code points above U+10FFFF), or -1."""
+    buf = borrow(buf)
     end = buf.shape[0]
     pos = 0
     while pos < end:
@@ -61,10 +62,41 @@ def first_invalid_utf8(buf):
         if b < 0x80:
             pos += 1
             continue
+        if 0xE0 <= b < 0xF0 and pos + 2 < end:  # the common case of CJK text, checked inline
+            b1 = buf[pos + 1]
+            if ((b1 & 0xC0) == 0x80 and (buf[pos + 2] & 0xC0) == 0x80
+                    and (b != 0xE0 or b1 >= 0xA0) and (b != 0xED or b1 < 0xA0)):
+                pos += 3
+                continue
+            return np.int64(pos)
         if S.utf8_cp(buf, pos, end) < 0:
             return np.int64(pos)
         pos += S.one_char_len(b)
     return np.int64(-1)
+
+
+@njit(inline="always")
+def _escape_copy(row, out, add_dummy_prefix):
+    """`normalize` of valid UTF-8 for a model with no charsmap, no whitespace removal and no
+    user-defined pieces that escapes whitespace: the dummy prefix, then the row with each ' ' as
+    U+2581 (what `SentencePieceTokenizer` builds with str.replace). `out` holds 3 * len + 3 bytes."""
+    n = 0
+    if add_dummy_prefix:
+        out[0] = S.WS0
+        out[1] = S.WS1
+        out[2] = S.WS2
+        n = 3
+    for i in range(row.shape[0]):
+        b = row[i]
+        if b == S.SPACE:
+            out[n] = S.WS0
+            out[n + 1] = S.WS1
+            out[n + 2] = S.WS2
+            n += 3
+        else:
+            out[n] = b
+            n += 1
+    return n
 
 
 @njit
@@ -72,7 +104,7 @@ def _run_block(k, w, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, s
                norm_spec, user_trie, charsmap_units, charsmap_repl, bpe, uni, unk_id, byte_fallback, byte_ids,
                valid_normalized, ck, cbytes, cids, cfill):
     """Encode (or count) the rows of block k on worker w."""
-    add_dummy_prefix, remove_extra, escape = norm_spec
+    add_dummy_prefix, remove_extra, escape, plain_escape = norm_spec
     ud_keys, ud_index, ud_value = user_trie
     is_bpe = bpe[0].shape[0] > 0
     r0 = bounds[k]
@@ -105,13 +137,16 @@ def _run_block(k, w, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, s
         if first_invalid_utf8(row) >= 0:
             status[r] = ST_INVALID_UTF8
             continue
-        while True:
-            n = S.normalize(row, norm, charsmap_units, charsmap_repl, ud_keys, ud_index, ud_value,
-                            add_dummy_prefix, remove_extra, escape)
-            if n >= 0:
-                break
-            cap *= 2
-            norm = np.empty(cap, np.uint8)
+        if plain_escape:
+            n = _escape_copy(row, norm, add_dummy_prefix)
+        else:
+            while True:
+                n = S.normalize(row, norm, charsmap_units, charsmap_repl, ud_keys, ud_index, ud_value,
+                                add_dummy_prefix, remove_extra, escape)
+                if n >= 0:
+                    break
+                cap *= 2
+                norm = np.empty(cap, np.uint8)
         if ids.shape[0] < n + 1:
             ids = np.empty(n + 1, np.int64)
         text = norm[:n]

@@ -21,12 +21,27 @@ import pyarrow as pa
 from numba.typed import List as TypedList
 
 from ..arrow import ArrowRowError, as_arrow, check_offsets, is_text_type
-from ..pandas_io import counts_series, ids_series, is_pandas_series
 from ..tokenizer import TokenIdError
 
-__all__ = ["IdColumn", "LIST_MAX_IDS", "TextColumn", "assemble_counts", "assemble_ids", "check_errors",
-           "chunks_of", "counts_array", "id_columns", "ids_array", "read_ids", "read_text", "replaced_text",
-           "strings_array", "text_columns", "want_large", "with_template"]
+__all__ = [
+    "LIST_MAX_IDS",
+    "IdColumn",
+    "TextColumn",
+    "assemble_counts",
+    "assemble_ids",
+    "check_errors",
+    "chunks_of",
+    "counts_array",
+    "id_columns",
+    "ids_array",
+    "read_ids",
+    "read_text",
+    "replaced_text",
+    "strings_array",
+    "text_columns",
+    "want_large",
+    "with_template",
+]
 
 LIST_MAX_IDS = 2**31 - 1  # ids a list<uint32> array holds (int32 offsets)
 

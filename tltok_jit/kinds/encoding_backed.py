@@ -11,10 +11,9 @@ The Arrow column entry points are the Encoding's (`Encoding.encode_arrow`, `coun
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
-
-import re
 
 import numpy as np
 

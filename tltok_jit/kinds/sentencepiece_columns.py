@@ -14,8 +14,8 @@ import threading
 
 import numpy as np
 
-from ..kernels import sentencepiece as K
 from ..kernels import sentencepiece_arrow as KA
+from ..loaders.sentencepiece_model import USER_DEFINED
 from .columns import TextColumn, replaced_text
 
 __all__ = ["ColumnEncoder"]
@@ -63,8 +63,11 @@ class ColumnEncoder:
         m = t.model
         n_spec = m.normalizer
         self._tok = tok
+        # plain escaping: the normalized row is the row with ' ' as U+2581 (after the dummy prefix)
+        plain = (not n_spec.precompiled_charsmap and not n_spec.remove_extra_whitespaces
+                 and n_spec.escape_whitespaces and not any(t == USER_DEFINED for t in m.types))
         self._norm_spec = (bool(n_spec.add_dummy_prefix), bool(n_spec.remove_extra_whitespaces),
-                           bool(n_spec.escape_whitespaces))
+                           bool(n_spec.escape_whitespaces), bool(plain))
         self._user_trie = tuple(_ro(a) for a in t.user_trie)
         self._units = _ro(t.charsmap_units)
         self._repl = _ro(t.charsmap_repl)
