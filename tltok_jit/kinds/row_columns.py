@@ -40,8 +40,8 @@ class RowColumns:
         ids or with large_list=True), nulls stay null, chunks kept. A row that is not valid UTF-8
         is encoded as `row.decode("utf-8", "replace")` (errors="replace") or raises ArrowRowError
         naming the row (errors="strict"). A pandas Series gives a Series of lists."""
-        from . import columns as C
         from ..pandas_io import ids_series, is_pandas_series
+        from . import columns as C
 
         self._require_encode()
         C.check_errors(errors)
@@ -55,8 +55,8 @@ class RowColumns:
 
     def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
         """The number of ids of every row (int64, nulls stay null). A pandas Series gives an `Int64` Series."""
-        from . import columns as C
         from ..pandas_io import counts_series, is_pandas_series
+        from . import columns as C
 
         self._require_encode()
         C.check_errors(errors)
