@@ -146,6 +146,8 @@ class ColumnEncoder:
             return counts, col.valid
         new_off = np.empty(n + 1, np.int64)
         n_ids = int(KA.compact(out, ro, counts, status, new_off))
+        del args
+        out.resize(max(n_ids, 1), refcheck=False)  # the regions' unused tail is given back
         ids = out[:n_ids]
         if fixed:
             ids, new_off = _splice(ids, new_off, fixed)
