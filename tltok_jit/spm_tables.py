@@ -209,8 +209,19 @@ def build_tables(m: SentencePieceModel) -> SentencePieceTables:
             piece_bytes[i] = b
     units, repl = _charsmap(m)
     user = _trie([(p.encode("utf-8"), i) for p, i in pieces_.items() if m.types[i] == USER_DEFINED])
+    bpe = _bpe_tables(m, pieces_, reserved, unk_id) if m.model_type == BPE else None
+    unigram = _unigram_tables(m, pieces_) if m.model_type == UNIGRAM else None
     return SentencePieceTables(
-        model=m, unk_id=unk_id, byte_ids=byte_ids, piece_bytes=piece_bytes, charsmap_units=units,
-        charsmap_repl=repl, user_trie=user,
-        bpe=_bpe_tables(m, pieces_, reserved, unk_id) if m.model_type == BPE else None,
-        unigram=_unigram_tables(m, pieces_) if m.model_type == UNIGRAM else None)
+        model=m, unk_id=unk_id, byte_ids=_frozen(byte_ids), piece_bytes=piece_bytes, charsmap_units=_frozen(units),
+        charsmap_repl=_frozen(repl), user_trie=_frozen(user), bpe=_frozen(bpe), unigram=_frozen(unigram))
+
+
+def _frozen(x):
+    """Tables read-only: the text and column kernels then share one compiled variant of each
+    single-text kernel (a writable and a read-only argument type compile two)."""
+    if isinstance(x, np.ndarray):
+        x.flags.writeable = False
+        return x
+    if isinstance(x, tuple):
+        return tuple(_frozen(a) for a in x)
+    return x

@@ -126,6 +126,26 @@ class Tokenizer(abc.ABC):
     def encode(self, text: str) -> list[int]:
         """Text -> ids; decode-only kinds raise `EncodeNotSupportedError`."""
 
+    # Arrow columns: every built-in kind has `encode_arrow(column, *, num_threads=None,
+    # errors="replace", large_list=None)`, `count_arrow(column, *, num_threads=None, errors="replace")`
+    # and `decode_arrow(column, *, errors="replace", num_threads=None)`; `kinds.row_columns.RowColumns`
+    # gives a kind of one's own the row-at-a-time versions. These defaults name what is missing.
+    def encode_arrow(self, column, **kwargs):
+        """`encode` of every row of an Arrow text column as list<uint32> (nulls stay null)."""
+        if not self.supports_encode:
+            raise EncodeNotSupportedError(f"tokenizer kind {self.kind!r} is decode-only: it has no encode_arrow")
+        raise NotImplementedError(f"tokenizer kind {self.kind!r} has no encode_arrow (mix in RowColumns)")
+
+    def count_arrow(self, column, **kwargs):
+        """The number of ids of every row of an Arrow text column (int64, nulls stay null)."""
+        if not self.supports_encode:
+            raise EncodeNotSupportedError(f"tokenizer kind {self.kind!r} is decode-only: it has no count_arrow")
+        raise NotImplementedError(f"tokenizer kind {self.kind!r} has no count_arrow (mix in RowColumns)")
+
+    def decode_arrow(self, column, **kwargs):
+        """`decode` of every row of an Arrow list<integer> column (large_string, nulls stay null)."""
+        raise NotImplementedError(f"tokenizer kind {self.kind!r} has no decode_arrow (mix in RowColumns)")
+
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         """`decode` of each id sequence."""
         return [self.decode(ids) for ids in batch]

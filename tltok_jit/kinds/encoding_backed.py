@@ -4,10 +4,14 @@
 token bytes appended, or a tokenizer.json decoder chain over a bounded window), which equal its
 `decode` and never re-decode the prefix; `encoding_streams=False` falls back to the contract's
 re-rendering defaults (needed when `decode_kwargs` make `decode` differ from the Encoding's).
+
+The Arrow column entry points are the Encoding's (`Encoding.encode_arrow`, `count_arrow`,
+`decode_arrow`) with the kind's special-token policy; `decode_arrow` drops the same ids as `decode`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -17,6 +21,8 @@ from ..encoding import Encoding, UnknownTokenError
 from ..tokenizer import TokenIdError, Tokenizer
 
 __all__ = ["EncodingTokenizer"]
+
+_ROW = re.compile(r"^row (\d+):")
 
 
 class EncodingTokenizer(Tokenizer):
@@ -70,3 +76,46 @@ class EncodingTokenizer(Tokenizer):
         for n, p in zip(keep, self._call(self.encoding.token_pieces, [ids[n] for n in keep])):
             pieces[n] = p
         return pieces
+
+    # ------------------------------------------------------------------ columns
+    def encode_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace",
+                     large_list: bool | None = None):
+        """`encode` of every row of a text column (`Encoding.encode_arrow` with this kind's policy)."""
+        return self.encoding.encode_arrow(column, num_threads=0 if num_threads is None else num_threads,
+                                          allowed_special=self._allowed_special, errors=errors,
+                                          large_list=large_list)
+
+    def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
+        """The number of ids of every row (`Encoding.count_arrow` with this kind's policy)."""
+        return self.encoding.count_arrow(column, num_threads=0 if num_threads is None else num_threads,
+                                         allowed_special=self._allowed_special, errors=errors)
+
+    def decode_arrow(self, column, *, errors: str = "replace", num_threads: int | None = None):
+        """`decode` of every row of a list<integer> column: large_string, nulls stay null; the ids
+        `decode` drops are dropped, then `Encoding.decode_arrow` (errors as there)."""
+        from . import columns as C
+
+        C.check_errors(errors)
+        dropped = np.array(sorted(self._dropped), dtype=np.int64)
+        threads = 0 if num_threads is None else num_threads
+
+        def decode_chunk(col, row_base: int):
+            ids, offsets = col.ids, col.offsets
+            if len(dropped):
+                keep = ~np.isin(ids, dropped)
+                kept = np.zeros(len(keep) + 1, np.int64)
+                np.cumsum(keep, out=kept[1:])
+                ids, offsets = ids[keep], kept[offsets]
+            arr = C.ids_array(ids, offsets, col.valid, large=len(ids) > C.LIST_MAX_IDS)
+            try:
+                return self.encoding.decode_arrow(arr, errors=errors, num_threads=threads)
+            except UnknownTokenError as e:  # an unassigned id inside the vocabulary's range
+                raise TokenIdError(_ROW.sub(lambda m: f"row {row_base + int(m.group(1))}:", str(e))) from None
+            except ValueError as e:
+                row = getattr(e, "row", None)
+                if row is None:
+                    raise
+                raise type(e)(_ROW.sub(lambda m: f"row {row_base + int(m.group(1))}:", str(e)), row_base + row) \
+                    from None
+
+        return C.id_columns(column, self.vocab_size, decode_chunk)

@@ -27,6 +27,7 @@ from ..tokenizer import (
     WindowedIncremental,
 )
 from .funasr_postprocess import is_all_alpha, is_all_chinese, sentence_postprocess
+from .row_columns import RowColumns
 
 __all__ = ["FunASRCharTokenizer", "build", "read_tokens_json"]
 
@@ -59,7 +60,7 @@ def _is_cjk(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fff"
 
 
-class FunASRCharTokenizer(WindowedIncremental, Tokenizer):
+class FunASRCharTokenizer(WindowedIncremental, RowColumns, Tokenizer):
     """tokens.json behind the contract; see the module docstring for both directions.
 
     Streaming decodes a window: the window shrinks only after a settled token (a Chinese token or an

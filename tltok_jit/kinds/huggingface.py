@@ -11,9 +11,12 @@ the text, as `tokenizers`' `encode(text, add_special_tokens=...)`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..encoding import Encoding
 from ..loaders.hf_json import read_hf_json
 from ..model import TokenizerFileError
+from ..pandas_io import is_pandas_series
 from ..tokenizer import TokenizerAssetError, TokenizerSpec
 from .encoding_backed import EncodingTokenizer
 
@@ -30,6 +33,48 @@ class HuggingFaceTokenizer(EncodingTokenizer):
 
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode(text, allowed_special="all", add_special_tokens=self._add_special_tokens)
+
+    def _template(self) -> tuple[np.ndarray, np.ndarray]:
+        """(prefix, suffix): the ids the post-processor puts around one sequence."""
+        t = getattr(self, "_template_ids", None)
+        if t is None:
+            enc = self.encoding
+            both = enc.encode("", allowed_special="all", add_special_tokens=True)
+            plain = enc.encode("a", allowed_special="all")
+            full = enc.encode("a", allowed_special="all", add_special_tokens=True)
+            k = next(k for k in range(len(full) - len(plain) + 1)
+                     if full[k:k + len(plain)] == plain and full[:k] + full[k + len(plain):] == both)
+            t = self._template_ids = (np.array(full[:k], np.uint32), np.array(full[k + len(plain):], np.uint32))
+        return t
+
+    def encode_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace",
+                     large_list: bool | None = None):
+        """`encode` of every row; with add_special_tokens the template goes around every non-null row."""
+        result = super().encode_arrow(column, num_threads=num_threads, errors=errors, large_list=large_list)
+        if not self._add_special_tokens or is_pandas_series(column):
+            if self._add_special_tokens:  # a Series of lists
+                prefix, suffix = (a.tolist() for a in self._template())
+                return result.map(lambda ids: None if ids is None else prefix + ids + suffix)
+            return result
+        prefix, suffix = self._template()
+        if not (len(prefix) or len(suffix)):
+            return result
+        from .columns import with_template
+
+        return with_template(result, prefix, suffix, large_list)
+
+    def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
+        """The number of ids of every row, the template's included with add_special_tokens."""
+        result = super().count_arrow(column, num_threads=num_threads, errors=errors)
+        if not self._add_special_tokens:
+            return result
+        prefix, suffix = self._template()
+        extra = len(prefix) + len(suffix)
+        if is_pandas_series(column):
+            return result + extra
+        import pyarrow.compute as pc
+
+        return pc.add(result, extra)
 
 
 def build(spec: TokenizerSpec) -> HuggingFaceTokenizer:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,11 +27,16 @@ from ..loaders.sentencepiece_model import BYTE, CONTROL, UNKNOWN, USER_DEFINED, 
 from ..spm_tables import SentencePieceTables, build_tables
 from ..stream import incomplete_tail_start
 from ..tokenizer import FFFD, TokenIdError, Tokenizer, TokenizerAssetError, TokenizerSpec
+from .row_columns import RowColumns
 from .symbol_table import SPECIAL_NAMES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["SentencePieceTokenizer", "build"]
 
 _WS = "\u2581"
+_COLUMN_LOCK = threading.Lock()
 
 
 def _utf8_char(data: bytes, pos: int) -> int:
@@ -51,8 +57,10 @@ def _utf8_char(data: bytes, pos: int) -> int:
     return 0
 
 
-class SentencePieceTokenizer(Tokenizer):
-    """A `.model` behind the contract; see the module docstring."""
+class SentencePieceTokenizer(RowColumns, Tokenizer):
+    """A `.model` behind the contract; see the module docstring. The Arrow column entry points
+    (`encode_arrow`, `count_arrow`) run on the parallel column kernel
+    (`tltok_jit.kinds.sentencepiece_columns`); `decode_arrow` decodes row by row (`RowColumns`)."""
 
     kind = "sentencepiece"
 
@@ -138,6 +146,60 @@ class SentencePieceTokenizer(Tokenizer):
 
             self._int_objects = IntObjects(self.vocab_size)
         return self._int_objects.to_list(ids)
+
+    # ------------------------------------------------------------------ columns
+    def _columns(self):
+        enc = getattr(self, "_column_encoder", None)
+        if enc is None:
+            from .sentencepiece_columns import ColumnEncoder
+
+            with _COLUMN_LOCK:
+                enc = getattr(self, "_column_encoder", None)
+                if enc is None:
+                    enc = self._column_encoder = ColumnEncoder(self)
+        return enc
+
+    def _column_run(self, column, num_threads, errors, counting, large_list=None):
+        from ..encoding import resolve_threads
+        from . import columns as C
+
+        C.check_errors(errors)
+        threads = resolve_threads(num_threads)
+        enc = self._columns()
+        if counting:
+            return C.text_columns(column, lambda col, base: enc.run(col, base, threads, errors, True),
+                                  C.assemble_counts)
+        return C.text_columns(column, lambda col, base: enc.run(col, base, threads, errors, False),
+                              lambda res, chunked: C.assemble_ids(res, chunked, large_list))
+
+    def encode_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace",
+                     large_list: bool | None = None) -> "pa.Array | pa.ChunkedArray":
+        """`encode` of every row of a text column: list<uint32> (large_list<uint32> past 2**31 - 1
+        ids or with large_list=True), nulls stay null, chunks kept; rows in parallel
+        (num_threads None or 0: every core), the same ids for any thread count. A row that is not
+        valid UTF-8 is encoded as `row.decode("utf-8", "replace")` (errors="replace") or raises
+        ArrowRowError naming the row (errors="strict"). A pandas Series gives a Series of lists."""
+        from ..pandas_io import ids_series, is_pandas_series
+
+        if is_pandas_series(column):
+            from ..arrow import as_arrow
+
+            result = self.encode_arrow(as_arrow(column), num_threads=num_threads, errors=errors,
+                                       large_list=large_list)
+            return ids_series(result, column, lambda a: a.tolist())
+        return self._column_run(column, num_threads, errors, False, large_list)
+
+    def count_arrow(self, column, *, num_threads: int | None = None,
+                    errors: str = "replace") -> "pa.Array | pa.ChunkedArray":
+        """The number of ids of every row (int64, nulls stay null), as `encode_arrow` counts them.
+        A pandas Series gives an `Int64` Series."""
+        from ..pandas_io import counts_series, is_pandas_series
+
+        if is_pandas_series(column):
+            from ..arrow import as_arrow
+
+            return counts_series(self.count_arrow(as_arrow(column), num_threads=num_threads, errors=errors), column)
+        return self._column_run(column, num_threads, errors, True)
 
     # ------------------------------------------------------------------ decode
     def _piece_text(self, i: int, is_bos_ws: bool) -> tuple[str, bool]:

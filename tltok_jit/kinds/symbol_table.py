@@ -24,6 +24,7 @@ from ..tokenizer import (
     TokenizerAssetError,
     TokenizerSpec,
 )
+from .row_columns import RowColumns
 
 __all__ = ["SPECIAL_NAMES", "SymbolTableTokenizer", "build"]
 
@@ -37,7 +38,7 @@ def default_special_ids(table: dict[int, str]) -> frozenset[int]:
     return by_name or frozenset(i for i in _DEFAULT_SPECIALS if i in table)
 
 
-class SymbolTableTokenizer(Tokenizer):
+class SymbolTableTokenizer(RowColumns, Tokenizer):
     """A units.txt / tokens.txt table: decode only."""
 
     kind = "symbol_table"
