@@ -47,8 +47,8 @@ ATOMS = ["a", "s", "t", "l", "A", "Z", "ǅ", "ʰ", "ª", "é", "e\u0301", "\u030
          "'", "'s", "'S", "'ll", "'ſ", " ", "  ", "\t", "\n", "\r", "\r\n", " \n", "\u00a0", "\u3000", "0", "1",
          "12345", "٣", "²", "!", ".", "/", "-", "中", "文", "。", "😀", "👍🏽", "\x00", "Hello", " world",
          "don't", "ABC", "\u1100\u1161\u11a8", "\uac00\u11a8", "\u212b", "\u0338", ">\u0338", "Å", "A\u030a",
-         "\u0f73", "\u0897"]
-RUNS = ["a", "A", "中", " ", "\n", " \n", "\u0301", "1", "!", "ʰA", "\t"]
+         "\u0f73", "\u0897", "\x04", "\x1d", "!\x04!", "a\x06b", " \x13", "\x14\x16"]
+RUNS = ["a", "A", "中", " ", "\n", " \n", "\u0301", "1", "!", "ʰA", "\t", "!\x04"]
 
 
 def _specials(enc):
@@ -128,9 +128,11 @@ def test_byte_by_byte_corpus_and_defaults(name):
 
 @pytest.mark.parametrize("name", PRESENT)
 def test_long_runs_stay_bounded(name):
-    """Long runs settle as they grow (the incremental BPE runs for these vocabularies too)."""
+    """Long runs settle as they grow (the incremental BPE runs for these vocabularies too). SmolLM2's
+    vocabulary lacks some control bytes, which only punctuation pieces can hold and which are dropped
+    per piece: its punctuation runs are held whole (known limitation), still exact."""
     enc, hf = pair(name)
-    for unit in ["abcdefghij", "中文字", "!#%&", " "]:
+    for unit in ["abcdefghij", "中文字", "!#%&", " ", "\n \n"]:
         text = "x " + unit * (20_000 // len(unit)) + " end"
         se = enc.stream_encoder()
         parts, held = [], 0
@@ -139,7 +141,10 @@ def test_long_runs_stay_bounded(name):
             held = max(held, se.buffered_bytes)
         parts.append(se.finish())
         assert np.concatenate(parts).tolist() == hf.encode(text, add_special_tokens=False).ids
-        assert held < 2000, (unit, held)
+        if name == "smollm2" and unit == "!#%&":
+            assert held > 19_000  # held until the run ends
+        else:
+            assert held < 2000, (unit, held)
 
 
 def test_refused_with_the_reason():

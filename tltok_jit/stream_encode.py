@@ -170,6 +170,7 @@ from .encoding import raise_disallowed_special_token, text_to_utf8
 from .kernels import encode as _enc_k
 from .kernels import stream_encode as K
 from .kernels.trees import F_REACH
+from .unicode.classes import CLS_OTHER as _CLS_OTHER
 from .stream_normalize import NormalizingSplitter
 from .tables import TREES_MONOTONE, TREES_SAME
 
@@ -199,11 +200,47 @@ def _not_online(pipe) -> str:
     if pipe.pre_steps is not None:
         return ("its pre-tokenizer has no hand-written scanner (it runs as an exact Python "
                 "pretokenizer), and the boundary rules are proven for the scanners only")
-    if pipe.missing_bytes:
-        return "its byte-level vocabulary lacks some bytes (dropped per piece, which the stream kernels do not do)"
     if any(step[0] != "nfc" for step in pipe.normalizers):
         return f"its normalizer {pipe.normalizers!r} (only NFC has an online form here)"
     return ""
+
+
+_NO_DROP = np.zeros(257, dtype=np.uint8)
+
+
+def _drop_mask(enc, pipe) -> np.ndarray:
+    """uint8[257]: [x] = 1 for each byte x the byte-level vocabulary lacks, [256] = 1 if any. The
+    stream kernels drop them per piece (as `tokenizers`) and keep punctuation pieces, the only ones
+    that can hold them, out of the incremental BPE; refused when a missing byte could lie in a
+    letter, digit or whitespace character, or when whole pieces are looked up first (ignore_merges)."""
+    missing = pipe.missing_bytes if pipe is not None else b""
+    if not missing:
+        return _NO_DROP
+    T = enc._t
+    s1, s2 = T.stage1, T.stage2
+    for x in missing:
+        if x < 0x80:
+            cps = range(x, x + 1)
+        elif 0xC2 <= x <= 0xF4:  # a lead byte: every character it starts
+            lo, hi = {2: (0x80, 0x800), 3: (0x800, 0x10000), 4: (0x10000, 0x110000)}[
+                2 if x < 0xE0 else 3 if x < 0xF0 else 4]
+            shift = 6 if x < 0xE0 else 12 if x < 0xF0 else 18
+            first = (x & (0x1F if x < 0xE0 else 0x0F if x < 0xF0 else 0x07)) << shift
+            cps = range(max(lo, first), min(hi, first + (1 << shift)))
+        elif 0x80 <= x <= 0xBF:
+            raise NotImplementedError("stream encoding: the vocabulary lacks a UTF-8 continuation byte")
+        else:
+            continue  # C0, C1, F5-FF never occur in UTF-8
+        cls = {int(s2[int(s1[cp >> 8]) * 256 + (cp & 255)]) for cp in cps}
+        if cls - {_CLS_OTHER}:
+            raise NotImplementedError(f"stream encoding: the vocabulary lacks byte {x:#04x}, which can lie in "
+                                      "a letter, digit or whitespace character")
+    if enc._model.ignore_merges:
+        raise NotImplementedError("stream encoding: missing bytes together with ignore_merges")
+    mask = np.zeros(257, dtype=np.uint8)
+    mask[list(missing)] = 1
+    mask[256] = 1
+    return mask
 
 
 def _pow2_at_least(n: int) -> int:
@@ -263,6 +300,9 @@ class StreamEncoder:
             raise NotImplementedError(
                 f"stream encoding is implemented (and its boundary rules proven) for the split patterns "
                 f"{', '.join(_KIND_NAMES.values())}; {name!r} uses scanner kind {kind}")
+        hf_pipe = None if hf is None else hf.pipe
+        self._drop = _drop_mask(enc, hf_pipe)
+        self._TP = hf.T_whole_plain if self._drop[256] else self._T
         if _normalized:  # the inner encoder of a normalizing one: plain text, no added tokens
             allowed_special, disallowed_special = set(), ()
         amask, any_allowed, dis = enc._policy(allowed_special, disallowed_special)
@@ -469,9 +509,9 @@ class StreamEncoder:
         while True:
             start = st[K.S_EMIT] if st[K.S_LONG] else st[K.S_PIECE]
             out = self._out_buffer(n - start + 2)
-            got = K.stream_step(self._buf, n, st, self._T, self._amask, self._any_allowed, self._hold, final,
-                                out, cache, work[0], self._lt, self._lw, self._lam, self._lamlen, self._mark,
-                                self._long_min)
+            got = K.stream_step(self._buf, n, st, self._T, self._TP, self._drop, self._amask, self._any_allowed,
+                                self._hold, final, out, cache, work[0], self._lt, self._lw, self._lam,
+                                self._lamlen, self._mark, self._long_min)
             if st[K.S_ERR]:
                 code = int(st[K.S_ERR])
                 self._reset()

@@ -97,13 +97,13 @@ MARGIN = 4  # a piece end pe is only trusted when pe + MARGIN <= end (see is_fin
 
 @njit(inline="always")
 def _crlf_kind(kind):
-    """The pattern has `\s*[\r\n]` (a whitespace piece ends after its run's last CR/LF)."""
+    r"""The pattern has `\s*[\r\n]` (a whitespace piece ends after its run's last CR/LF)."""
     return kind != PAT_GPT2 and kind != PAT_GPT2_DIGITS
 
 
 @njit(inline="always")
 def _cased_kind(kind):
-    """The pattern's words are o200k's `[^\r\n\p{L}\p{N}]?[U]*[W]+ | ...?[U]+[W]*`."""
+    r"""The pattern's words are o200k's `[^\r\n\p{L}\p{N}]?[U]*[W]+ | ...?[U]+[W]*`."""
     return kind == PAT_O200K or kind == PAT_TEKKEN
 
 
@@ -683,7 +683,40 @@ def _long_progress(kind, buf, k, st, lam, lamlen, mark, T, LT, LW, vals, out, op
 
 
 @njit
-def _close_segment(kind, buf, seg_end, st, lam, lamlen, T, LT, LW, out, op, cache, vals, s1, s2):
+def _encode_pieces(kind, buf, a, b, T, TP, drop, out, op, cache, vals, s1, s2):
+    """Encode buf[a:b], a text whose pieces are final. drop[256] != 0: the bytes with drop[x] != 0
+    are absent from the byte-level vocabulary; as `tokenizers` does, they are removed from each
+    piece that has them, and the rest is merged as one piece with TP (whole-piece tables)."""
+    if drop[256] == 0:
+        return encode_ordinary_span(buf, a, b, T, out, op, cache, 0, vals)
+    clean = a  # pieces in [clean, p) have no dropped byte: encoded together
+    p = a
+    while p < b:
+        pe = next_piece(kind, buf, p, b, s1, s2)
+        m = 0
+        for i in range(p, pe):
+            if drop[buf[i]] != 0:
+                m += 1
+        if m:
+            if p > clean:
+                op = encode_ordinary_span(buf, clean, p, T, out, op, cache, 0, vals)
+            if m < pe - p:
+                kept = np.empty(pe - p - m, dtype=np.uint8)
+                j = 0
+                for i in range(p, pe):
+                    if drop[buf[i]] == 0:
+                        kept[j] = buf[i]
+                        j += 1
+                op = encode_ordinary_span(readonly(kept), 0, j, TP, out, op, cache, 0, vals)
+            clean = pe
+        p = pe
+    if b > clean:
+        op = encode_ordinary_span(buf, clean, b, T, out, op, cache, 0, vals)
+    return op
+
+
+@njit
+def _close_segment(kind, buf, seg_end, st, lam, lamlen, T, TP, drop, LT, LW, out, op, cache, vals, s1, s2):
     """The ordinary text of the open segment ends at seg_end (an added token or the end of input)."""
     st[S_BLK] = B_NONE
     if st[S_LONG] == 1:
@@ -691,13 +724,14 @@ def _close_segment(kind, buf, seg_end, st, lam, lamlen, T, LT, LW, out, op, cach
         op = _long_finish(buf, pe, st, lam, lamlen, T, LT, LW, vals, out, op)
         if st[S_ERR]:
             return op
-    op = encode_ordinary_span(buf, st[S_PIECE], seg_end, T, out, op, cache, 0, vals)
+    op = _encode_pieces(kind, buf, st[S_PIECE], seg_end, T, TP, drop, out, op, cache, vals, s1, s2)
     st[S_PIECE] = seg_end
     return op
 
 
 @njit
-def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cache, vals, long_min, s1, s2):
+def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, TP, drop, LT, LW, out, op, cache, vals, long_min,
+                  s1, s2):
     """Write the settled pieces of the open segment, whose known text ends at `end`."""
     blk = st[S_BLK]
     if blk != B_NONE:
@@ -728,14 +762,14 @@ def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cac
         y = last_cut(buf, pos, end, st[S_CUTDONE], s1, s2)
         st[S_CUTDONE] = end
         if y > pos:
-            op = encode_ordinary_span(buf, pos, y, T, out, op, cache, 0, vals)
+            op = _encode_pieces(kind, buf, pos, y, T, TP, drop, out, op, cache, vals, s1, s2)
             pos = y
         pe = pos
         while pos < end:
             pe = next_piece(kind, buf, pos, end, s1, s2)
             if not is_final(kind, buf, pe, end, s1, s2):
                 break
-            op = encode_ordinary_span(buf, pos, pe, T, out, op, cache, 0, vals)  # one piece alone
+            op = _encode_pieces(kind, buf, pos, pe, T, TP, drop, out, op, cache, vals, s1, s2)  # one piece
             pos = pe
         st[S_PIECE] = pos
         if pos >= end:
@@ -743,7 +777,12 @@ def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cac
             return op
         ws, k = live_bound(kind, buf, pos, pe, end, s1, s2)
         st[S_HELD_K] = k
-        if st[S_NOLONG] != 0 or k - pos < long_min:
+        typ = T_NONE
+        if k - pos >= long_min:
+            typ = _piece_type(kind, buf, pos, k, ws, s1, s2)
+        # a punctuation piece can hold a dropped byte (they are all [^\s\p{L}\p{N}]): never long then
+        no_long = drop[256] != 0 and typ != T_WS and typ != T_L and typ != T_N
+        if st[S_NOLONG] != 0 or k - pos < long_min or no_long:
             _record_block(kind, buf, pos, k, end, st, s1, s2)
             return op
         if LT.max_len == 0:
@@ -759,11 +798,11 @@ def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cac
         st[S_SEENNL] = 0
         st[S_WPHASE] = 0
         st[S_WSCAN] = pos
-        st[S_TYPE] = _piece_type(kind, buf, pos, k, ws, s1, s2)
+        st[S_TYPE] = typ
 
 
 @njit
-def stream_step(buf, n, st, T, allowed, any_allowed, hold, final, out, cache, vals,
+def stream_step(buf, n, st, T, TP, drop, allowed, any_allowed, hold, final, out, cache, vals,
                 LT, LW, lam, lamlen, mark, long_min):
     """Process the pending bytes buf[0:n]; returns the number of ids written to out.
 
@@ -791,7 +830,7 @@ def stream_step(buf, n, st, T, allowed, any_allowed, hold, final, out, cache, va
             if t < 0:
                 i += 1
                 continue
-            op = _close_segment(kind, buf, i, st, lam, lamlen, T, LT, LW, out, op, cache, vals, s1, s2)
+            op = _close_segment(kind, buf, i, st, lam, lamlen, T, TP, drop, LT, LW, out, op, cache, vals, s1, s2)
             if st[S_ERR]:
                 return op
             out[op] = T.added_ids[t]
@@ -802,12 +841,12 @@ def stream_step(buf, n, st, T, allowed, any_allowed, hold, final, out, cache, va
         i = n
     st[S_SEG] = i
     if final:
-        op = _close_segment(kind, buf, n, st, lam, lamlen, T, LT, LW, out, op, cache, vals, s1, s2)
+        op = _close_segment(kind, buf, n, st, lam, lamlen, T, TP, drop, LT, LW, out, op, cache, vals, s1, s2)
         st[S_KEEP] = n
         st[S_HELD_K] = n
         return op
-    op = _advance_open(kind, buf, safe_end, st, lam, lamlen, mark, T, LT, LW, out, op, cache, vals, long_min,
-                       s1, s2)
+    op = _advance_open(kind, buf, safe_end, st, lam, lamlen, mark, T, TP, drop, LT, LW, out, op, cache, vals,
+                       long_min, s1, s2)
     if st[S_LONG] == 1:
         keep = st[S_ANCH]
         if st[S_EMIT] < keep:
