@@ -1,8 +1,9 @@
 """Streaming encode: time to first token, peak RSS vs input size, throughput vs batch.
 
-    python bench/bench_stream_encode.py [--what ttft,rss,throughput] [--encoding o200k_base]
+    python bench/bench_stream_encode.py [--what ttft,rss,throughput,held] [--encoding o200k_base]
         [--ttft-mib 64] [--rss-mib 16,128] [--tp-mib 32] [--chunk 65536] [--repeat 3]
-        [--no-hf-large] [--out bench/results/stream_encode.json]
+        [--no-hf-large] [--held-encodings o200k_base] [--held-sizes 20000,40000,160000]
+        [--held-chunk 64] [--held-cases ...] [--out bench/results/stream_encode.json]
 
 Inputs: the English corpus (shared/corpora/english-war-and-peace.txt, 3.2 MB) REPEATED to the
 stated size in MiB (2**20 bytes of UTF-8; the last copy is cut at a character boundary). The
@@ -20,6 +21,11 @@ methodology follows Dalirrooyfard & Ye (online tokenization), sections 1.4-1.6:
   (--no-hf-large skips HF above 32 MiB always), and the output says so.
 * throughput: MB/s (10**6 bytes) of `feed`/`feed_bytes` in --chunk pieces + `finish` vs
   `encode_to_numpy` of the same text (best of --repeat, interleaved); the ids are checked equal.
+* held: seconds to feed HEAD + N characters of a run + "y" in --held-chunk (64) character pieces
+  and finish, for N in --held-sizes, per case of HELD_CASES (best of --repeat wall and process CPU
+  seconds, this process, the incremental-BPE tables built first; CPU time is the one to read on a
+  shared machine); a linear encoder doubles its time when N doubles, a
+  quadratic one quadruples it. The ids are checked against `encode` of the whole text.
 """
 
 from __future__ import annotations
@@ -287,6 +293,52 @@ def bench_throughput(names: list[str], mib: int, chunk: int, repeat: int) -> lis
     return rows
 
 
+# (head, unit): held text = head + unit repeated to N characters + "y"
+HELD_CASES = {
+    "newline_then_spaces": ("x\n", " "),  # ids wait for the run's end (another CR/LF or not)
+    "punct_newline_then_spaces": ("x!\n", " "),
+    "newlines_then_spaces": ("x" + "\n \n" * 200, " "),
+    "modifier_then_capitals": ("x \u02b0", "ABC"),  # o200k: waits for a lowercase letter
+    "spaces": ("x", " "),
+    "letters": ("", "abcdefghij"),
+    "digits": ("", "0123456789"),
+    "punctuation": ("", "!?=-+*&^%$#@"),
+    "cjk": ("", "\u4e2d\u6587\u5b57\u8bcd\u8bed\u8a00"),
+    "newline_space_mix": ("x", "\n \n  \n"),
+    "marks_after_letter": ("a", "\u0301"),
+}
+
+
+def bench_held(names: list[str], sizes: list[int], chunk: int, repeat: int, cases: list[str]) -> list[dict]:
+    import tltok_jit
+
+    rows = []
+    for name in names:
+        enc = tltok_jit.get_encoding(name)
+        se = enc.stream_encoder()
+        se.feed("a" * 3000)  # builds the incremental-BPE tables (not timed)
+        se.finish()
+        for case in cases:
+            head, unit = HELD_CASES[case]
+            for n in sizes:
+                body = (unit * (n // len(unit) + 1))[:n]
+                best, best_cpu, exact = float("inf"), float("inf"), None
+                for _ in range(repeat):
+                    se = enc.stream_encoder()
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    parts = [se.feed(head)] + [se.feed(body[i:i + chunk]) for i in range(0, n, chunk)]
+                    parts += [se.feed("y"), se.finish()]
+                    best = min(best, time.perf_counter() - t0)
+                    best_cpu = min(best_cpu, time.process_time() - c0)
+                    if exact is None:
+                        exact = np.concatenate(parts).tolist() == enc.encode(head + body + "y")
+                row = {"encoding": name, "case": case, "n_chars": n, "chunk_chars": chunk, "seconds": best,
+                       "cpu_seconds": best_cpu, "cpu_us_per_char": 1e6 * best_cpu / n, "exact": exact}
+                rows.append(row)
+                print("#", json.dumps(row), flush=True)
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--what", default="ttft,rss,throughput")
@@ -298,6 +350,10 @@ def main() -> None:
     p.add_argument("--chunk", type=int, default=1 << 16)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--no-hf-large", action="store_true")
+    p.add_argument("--held-encodings", default="o200k_base")
+    p.add_argument("--held-sizes", default="20000,40000,160000")
+    p.add_argument("--held-chunk", type=int, default=64)
+    p.add_argument("--held-cases", default=",".join(HELD_CASES))
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "stream_encode.json"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--file", help=argparse.SUPPRESS)
@@ -317,6 +373,9 @@ def main() -> None:
         result["rss"] = bench_rss([int(x) for x in args.rss_mib.split(",")], args.chunk, not args.no_hf_large)
     if "throughput" in what:
         result["throughput"] = bench_throughput(args.tp_encodings.split(","), args.tp_mib, args.chunk, args.repeat)
+    if "held" in what:
+        result["held"] = bench_held(args.held_encodings.split(","), [int(x) for x in args.held_sizes.split(",")],
+                                    args.held_chunk, args.repeat, args.held_cases.split(","))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))

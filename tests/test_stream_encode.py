@@ -516,6 +516,9 @@ def test_unsupported_pattern_kind_refused(enc):
 
     from tltok_jit.stream_encode import StreamEncoder
 
-    fake = types.SimpleNamespace(_t=enc._t._replace(config=np.array([3, 1, 1, 0], dtype=np.int64)), name="x")
-    with pytest.raises(NotImplementedError):
+    from tltok_jit.kernels.scan import PAT_WHOLE
+
+    fake = types.SimpleNamespace(_t=enc._t._replace(config=np.array([PAT_WHOLE, 1, 1, 0], dtype=np.int64)),
+                                 name="x")
+    with pytest.raises(NotImplementedError, match="scanner kind"):
         StreamEncoder(fake)

@@ -105,11 +105,53 @@ Delay and memory
   CR/LF: whether the piece ends at the CR/LF depends on whether another CR/LF comes; and o200k
   `[U]*[W]+` - a Lm/Lo/M followed by a long run of capitals: whether the run joins the piece
   depends on a lowercase letter after it. The tokens differ in both futures, so they are held until
-  the run ends (no incremental BPE is possible across an undecided piece boundary); each call then
-  rescans the held run, so these inputs also cost O(held) per call.
-* Scanner kinds other than r50k/cl100k/o200k (the Llama-3, Qwen2, Tekken, SmolLM2 and whole-text
-  kinds of `kernels/scan.py`) are refused with NotImplementedError: the rules above were derived
-  for these three scanners only.
+  the run ends (no incremental BPE is possible across an undecided piece boundary). They still cost
+  O(new bytes) per call ("Held runs" below).
+
+Held runs (linear time on held text)
+------------------------------------
+A call that ends with the live piece not final records why (`kernels.stream_encode._block_kind`),
+when the reason is a run that some characters only extend; the next call, if all its new text is
+such characters, changes nothing and only scans the new bytes. Two kinds, with K the live bound
+(step 3) and f the scan's origin (the piece start, or the anchor in long mode), K > f:
+* B_WS (the CR/LF families): the character before K is a CR/LF and [K, end) is whitespace without
+  CR/LF; neutral: whitespace other than CR/LF. A piece ending in a CR/LF followed by whitespace is
+  `\\s*[\\r\\n]+` (it ends after the run's last CR/LF; `\\s++$` of cl100k takes the run to the end
+  of the text, at or after K) or a punctuation piece with its CR/LF tail (the tail stops at the
+  whitespace); no earlier alternative matches at a whitespace start whose next character is
+  whitespace. More such whitespace moves no CR/LF, so every scan still ends at >= K, inside or at
+  the end of the whitespace run (not final by is_final's whitespace rule or by MARGIN), and K stays.
+* B_UPPER (the cased families): the character before K = the piece end is in [U], [K, end) is Lu/Lt
+  only; neutral: Lu, Lt. The piece is `[U]*` backtracked to its last [Lm Lo M] (a Lu/Lt moves no
+  [Lm Lo M]), or a `[W]+` run / contraction / punctuation run that a letter after it cannot extend;
+  either way its end stays, and the U-rule keeps it not final while the run reaches the end.
+In both cases K is unchanged, so in long mode no new node is final and the anchor search stops
+where it stopped; the new characters start no `last_cut` (neither a space after a non-space nor
+punctuation) and, in the stream, every added-token decision is taken before (hold). When other text
+comes, the full step runs once (O(held) once; what it settles is not held again).
+Other per-call costs that grew with the held text are gone too: `last_cut` resumes where the last
+call stopped (whether y is a cut depends only on the characters at and before y); the buffer is
+compacted only when the dropped part is at least as long as what stays (or to make room, doubling),
+so a held run is not copied per call; the id buffer is reused. In long mode, the [W]+ run of an
+o200k/Tekken word (after its first Ll) is extended from where the last call stopped
+(`_resume_end`), so a run of combining marks is read once; its anchors may then be any [W].
+
+Split-pattern families
+----------------------
+The rules are stated per family, and each member's scanner (kernels/scan.py) has the property used:
+GPT-2 (no CR/LF rule): r50k/p50k/gpt2, and SmolLM2's gpt2+digits (Digits cuts every numeric
+character off first: a digit ends the regex's text, read as one character of look-ahead).
+CR/LF, `\\p{L}+` words: cl100k, Llama-3 and Qwen2 (`\\p{N}{1,3}` / `\\p{N}`; no `\\s++$`, so a
+whitespace run at the end of the text is cut after its last CR/LF: still >= K). CR/LF, cased words:
+o200k and Mistral-Nemo's Tekken (no contraction suffix, `\\p{N}`). The contraction letters, the
+`\\r\\n` / `[\\r\\n/]*` tails and the digit look-ahead all lie within MARGIN.
+
+tokenizer.json models: those without a normalizer run as above. NFC (Qwen2.5): added tokens are
+found in the raw text and each text between them is normalized on its own, as `tokenizers` does;
+`stream_normalize.NormalizingSplitter` does both online (the text after the last NFC boundary is
+held) and feeds an inner encoder, finished at each added token. Models whose pre-tokenization runs
+in Python, character-level (SentencePiece-style) models, vocabularies missing bytes and other
+normalizers raise NotImplementedError naming the reason.
 
 Cost: every call scans the new bytes once, plus the live piece's rescan from its anchor (bounded
 by LONG_MIN + the held bytes); the incremental BPE costs a reverse-trie walk and usually one
@@ -128,6 +170,8 @@ from .errors import raise_disallowed_special_token
 from .kernels import encode as _enc_k
 from .kernels import stream_encode as K
 from .kernels.trees import F_REACH
+from .unicode.classes import CLS_OTHER as _CLS_OTHER
+from .stream_normalize import NormalizingSplitter
 from .tables import TREES_MONOTONE, TREES_SAME
 from .text import text_to_utf8
 
@@ -135,9 +179,11 @@ __all__ = ["StreamEncoder", "LONG_MIN"]
 
 LONG_MIN = 256  # live pieces at least this long are emitted incrementally (must exceed maxlen)
 _INIT_CAP = 1 << 16
-_POSITION_SLOTS = (K.S_SEG, K.S_PIECE, K.S_ANCH, K.S_EMIT, K.S_LAMEND, K.S_ASCAN, K.S_HELD_K)
+_POSITION_SLOTS = (K.S_SEG, K.S_PIECE, K.S_ANCH, K.S_EMIT, K.S_LAMEND, K.S_ASCAN, K.S_HELD_K, K.S_CUTDONE,
+                   K.S_BLKPIECE, K.S_BLKEND, K.S_WSCAN)
 
-_SUPPORTED_KINDS = (K.PAT_GPT2, K.PAT_CL100K, K.PAT_O200K)
+_KIND_NAMES = {K.PAT_GPT2: "gpt2/r50k", K.PAT_CL100K: "cl100k", K.PAT_O200K: "o200k", K.PAT_LLAMA3: "llama3",
+               K.PAT_QWEN2: "qwen2", K.PAT_TEKKEN: "tekken", K.PAT_GPT2_DIGITS: "gpt2+digits"}
 _LONG_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _FORCE_SLOW_COMPAT = False  # tests: check pairs by merging them instead of the fast check
 _DUMMY_LT = K.LongTables(np.full(1, -1, dtype=np.int32), np.full(1, -1, dtype=np.int64),
@@ -145,6 +191,57 @@ _DUMMY_LT = K.LongTables(np.full(1, -1, dtype=np.int32), np.full(1, -1, dtype=np
                          np.full(1, -1, dtype=np.int64), np.full(1, -1, dtype=np.int32),
                          np.full(1, -1, dtype=np.int32), 0, 0)
 _DUMMY_LW = K.new_long_work(0)
+
+
+def _not_online(pipe) -> str:
+    """Why a tokenizer.json pipeline has no online form here ('' when it has one)."""
+    if pipe.char_level:
+        return ("its model is character-level BPE (SentencePiece style) over each whole text between "
+                "added tokens: no split pattern cuts the text, so no boundary settles before the end")
+    if pipe.pre_steps is not None:
+        return ("its pre-tokenizer has no hand-written scanner (it runs as an exact Python "
+                "pretokenizer), and the boundary rules are proven for the scanners only")
+    if any(step[0] != "nfc" for step in pipe.normalizers):
+        return f"its normalizer {pipe.normalizers!r} (only NFC has an online form here)"
+    return ""
+
+
+_NO_DROP = np.zeros(257, dtype=np.uint8)
+
+
+def _drop_mask(enc, pipe) -> np.ndarray:
+    """uint8[257]: [x] = 1 for each byte x the byte-level vocabulary lacks, [256] = 1 if any. The
+    stream kernels drop them per piece (as `tokenizers`) and keep punctuation pieces, the only ones
+    that can hold them, out of the incremental BPE; refused when a missing byte could lie in a
+    letter, digit or whitespace character, or when whole pieces are looked up first (ignore_merges)."""
+    missing = pipe.missing_bytes if pipe is not None else b""
+    if not missing:
+        return _NO_DROP
+    T = enc._t
+    s1, s2 = T.stage1, T.stage2
+    for x in missing:
+        if x < 0x80:
+            cps = range(x, x + 1)
+        elif 0xC2 <= x <= 0xF4:  # a lead byte: every character it starts
+            lo, hi = {2: (0x80, 0x800), 3: (0x800, 0x10000), 4: (0x10000, 0x110000)}[
+                2 if x < 0xE0 else 3 if x < 0xF0 else 4]
+            shift = 6 if x < 0xE0 else 12 if x < 0xF0 else 18
+            first = (x & (0x1F if x < 0xE0 else 0x0F if x < 0xF0 else 0x07)) << shift
+            cps = range(max(lo, first), min(hi, first + (1 << shift)))
+        elif 0x80 <= x <= 0xBF:
+            raise NotImplementedError("stream encoding: the vocabulary lacks a UTF-8 continuation byte")
+        else:
+            continue  # C0, C1, F5-FF never occur in UTF-8
+        cls = {int(s2[int(s1[cp >> 8]) * 256 + (cp & 255)]) for cp in cps}
+        if cls - {_CLS_OTHER}:
+            raise NotImplementedError(f"stream encoding: the vocabulary lacks byte {x:#04x}, which can lie in "
+                                      "a letter, digit or whitespace character")
+    if enc._model.ignore_merges:
+        raise NotImplementedError("stream encoding: missing bytes together with ignore_merges")
+    mask = np.zeros(257, dtype=np.uint8)
+    mask[list(missing)] = 1
+    mask[256] = 1
+    return mask
 
 
 def _pow2_at_least(n: int) -> int:
@@ -189,14 +286,26 @@ class StreamEncoder:
     """Incremental `encode` of one text at a time (see the module docstring)."""
 
     def __init__(self, enc, *, allowed_special=frozenset(), disallowed_special="all",
-                 errors: str = "replace", long_min: int = LONG_MIN):
+                 errors: str = "replace", long_min: int = LONG_MIN, _normalized: bool = False):
         self._enc = enc
         self._T = enc._t
+        name = getattr(enc, "name", enc)
         kind = int(self._T.config[_enc_k.CFG_PATTERN])
-        if kind not in _SUPPORTED_KINDS:
+        hf = getattr(enc, "_hf", None)
+        pipe = None if hf is None or _normalized else hf.pipe
+        if pipe is not None:
+            why = _not_online(pipe)
+            if why:
+                raise NotImplementedError(f"stream encoding of {name!r} is not implemented: {why}")
+        if kind not in K.STREAM_KINDS:
             raise NotImplementedError(
-                f"stream encoding is implemented (and its boundary rules proven) for the r50k/p50k/gpt2, "
-                f"cl100k and o200k split patterns; {getattr(enc, 'name', enc)!r} uses scanner kind {kind}")
+                f"stream encoding is implemented (and its boundary rules proven) for the split patterns "
+                f"{', '.join(_KIND_NAMES.values())}; {name!r} uses scanner kind {kind}")
+        hf_pipe = None if hf is None else hf.pipe
+        self._drop = _drop_mask(enc, hf_pipe)
+        self._TP = hf.T_whole_plain if self._drop[256] else self._T
+        if _normalized:  # the inner encoder of a normalizing one: plain text, no added tokens
+            allowed_special, disallowed_special = set(), ()
         amask, any_allowed, dis = enc._policy(allowed_special, disallowed_special)
         self._amask = amask
         self._any_allowed = bool(any_allowed)
@@ -217,6 +326,12 @@ class StreamEncoder:
         codecs.lookup_error(errors)  # validate early
         self._errors = errors
         self._long_min = int(long_min)
+        self._split = None  # normalizing models: added tokens and normalization in Python, then _inner
+        if pipe is not None and pipe.normalizers:
+            added = enc._compiled.added
+            allowed = {t.content: int(self._T.added_ids[i]) for i, t in enumerate(added) if amask[i]}
+            self._split = NormalizingSplitter(allowed, [t.content for t in added], pipe.normalizers)
+            self._inner = StreamEncoder(enc, errors=errors, long_min=long_min, _normalized=True)
         self._reset()
 
     # ------------------------------------------------------------------ public API
@@ -266,8 +381,11 @@ class StreamEncoder:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes of text held (received but not yet covered by returned ids, plus kept context)."""
-        return self._n
+        """Bytes of text held (received but not yet covered by returned ids, plus kept context); for a
+        normalizing model, the held raw characters plus the normalized bytes held."""
+        if self._split is not None:
+            return self._split.held_chars + self._inner.buffered_bytes
+        return self._n - int(self._st[K.S_KEEP])
 
     @property
     def capacity_bytes(self) -> int:
@@ -287,6 +405,10 @@ class StreamEncoder:
         self._lam = np.zeros(1, dtype=np.int32)
         self._lamlen = np.zeros(1, dtype=np.int32)
         self._mark = np.zeros(1, dtype=np.uint8)
+        self._out = np.empty(0, dtype=np.uint32)
+        if self._split is not None:
+            self._split.reset()
+            self._inner._reset()
 
     def _flush_decoder(self) -> str:
         dec = self._dec
@@ -323,18 +445,42 @@ class StreamEncoder:
     def _feed_text(self, text: str, final: bool) -> np.ndarray:
         data = text_to_utf8(text) if text else b""
         self._check_disallowed(text, data)
+        if self._split is not None:
+            return self._feed_normalizing(data.decode("utf-8") if data else "", final)
         return self._push(data, final)
 
-    def _ensure_capacity(self, need: int) -> None:
+    def _feed_normalizing(self, text: str, final: bool) -> np.ndarray:
+        """Raw text through the splitter; its normalized text through the inner encoder, which is
+        finished at each added token (the text between two added tokens is one text to the model)."""
+        inner = self._inner
+        parts = []
+        for item in self._split.feed(text, final):
+            if isinstance(item, str):
+                parts.append(inner._feed_text(item, False))
+            else:
+                parts.append(inner.finish())
+                parts.append(np.array([item], dtype=np.uint32))
+        if final:
+            parts.append(inner.finish())
+        if not parts:
+            return np.empty(0, dtype=np.uint32)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _make_room(self, m: int) -> None:
+        """Room for m more bytes: drop the text no longer needed, grow by doubling when that is not
+        enough (each byte is copied O(1) times on average)."""
+        if self._n + m <= len(self._buf):
+            return
+        self._compact(force=True)
+        need = self._n + m
         cap = len(self._buf)
         if need <= cap:
             return
-        new_cap = max(need, 2 * cap)
-        buf = np.empty(new_cap, dtype=np.uint8)
+        buf = np.empty(max(need, 2 * cap), dtype=np.uint8)
         buf[:self._n] = self._buf[:self._n]
         self._buf = buf
         if self._lt.max_len:
-            self._grow_long(new_cap)
+            self._grow_long(len(buf))
 
     def _grow_long(self, cap: int) -> None:
         # node positions run from 0 to n inclusive: one more slot than the byte buffer
@@ -346,9 +492,14 @@ class StreamEncoder:
         self._lam, self._lamlen = lam, lamlen
         self._mark = np.zeros(cap + 1, dtype=np.uint8)
 
+    def _out_buffer(self, size: int) -> np.ndarray:
+        if len(self._out) < size:
+            self._out = np.empty(max(size, 2 * len(self._out)), dtype=np.uint32)
+        return self._out
+
     def _push(self, data: bytes, final: bool) -> np.ndarray:
         m = len(data)
-        self._ensure_capacity(self._n + m)
+        self._make_room(m)
         if m:
             self._buf[self._n:self._n + m] = np.frombuffer(data, dtype=np.uint8)
             self._n += m
@@ -358,36 +509,37 @@ class StreamEncoder:
         parts = []
         while True:
             start = st[K.S_EMIT] if st[K.S_LONG] else st[K.S_PIECE]
-            out = np.empty(n - start + 2, dtype=np.uint32)
-            got = K.stream_step(self._buf, n, st, self._T, self._amask, self._any_allowed, self._hold, final,
-                                out, cache, work[0], self._lt, self._lw, self._lam, self._lamlen, self._mark,
-                                self._long_min)
+            out = self._out_buffer(n - start + 2)
+            got = K.stream_step(self._buf, n, st, self._T, self._TP, self._drop, self._amask, self._any_allowed,
+                                self._hold, final, out, cache, work[0], self._lt, self._lw, self._lam,
+                                self._lamlen, self._mark, self._long_min)
             if st[K.S_ERR]:
                 code = int(st[K.S_ERR])
                 self._reset()
                 raise RuntimeError("stream encoder: internal invariant broken ("
                                    + ("no compatible token in the incremental BPE" if code == 1 else
                                       "a long piece ended before its proven lower bound") + ")")
-            out.resize(got, refcheck=False)
-            parts.append(out)
+            parts.append(out[:got].copy())
             if not st[K.S_WANTLONG]:
                 break
             self._lt = long_tables(self._enc)
             self._lw = K.new_long_work(self._lt.max_len)
             self._long_min = max(self._long_min, self._lt.max_len + 1)
             self._grow_long(len(self._buf))
-        self._compact()
+        self._compact(force=False)
         if len(parts) == 1:
             return parts[0]
         return np.concatenate(parts)
 
-    def _compact(self) -> None:
+    def _compact(self, force: bool) -> None:
+        """Drop buf[:keep]. Unforced, only once the dropped part is at least as long as what stays,
+        so a long held text is not copied on every call (the copy is paid for by the dropped bytes)."""
         st = self._st
         keep = int(st[K.S_KEEP])
         n = self._n
-        if keep <= 0:
-            return
         rest = n - keep
+        if keep <= 0 or (not force and keep < rest):
+            return
         buf = self._buf
         if len(buf) > 4 * max(rest, _INIT_CAP):
             nb = np.empty(max(2 * rest, _INIT_CAP), dtype=np.uint8)
@@ -409,4 +561,3 @@ class StreamEncoder:
         for s in _POSITION_SLOTS:
             st[s] -= keep
         st[K.S_KEEP] = 0
-

@@ -39,7 +39,7 @@ from .encode import CFG_PATTERN, encode_ordinary_span
 from .jit import njit, readonly
 from .trees import compat_fast as _compat_fast
 from .trees import merges_to_pair
-from .scan import PAT_CL100K, PAT_GPT2, PAT_O200K, next_piece
+from .scan import PAT_CL100K, PAT_GPT2, PAT_GPT2_DIGITS, PAT_LLAMA3, PAT_O200K, PAT_QWEN2, PAT_TEKKEN, next_piece
 from .utf8 import class_at
 
 # ------------------------------------------------------------------------------------ state slots
@@ -58,7 +58,23 @@ S_KEEP = 11  # out: bytes before this are no longer needed
 S_HELD_K = 12  # out: the live piece's known lower bound K (diagnostics)
 S_ERR = 13  # out: 1 no compatible candidate at some position, 2 piece ended before K (both impossible)
 S_WANTLONG = 14  # out: 1 if a long piece waits for the incremental-BPE tables (LT.max_len == 0)
-N_STATE = 16
+S_CUTDONE = 15  # last_cut found no cut in (S_PIECE, S_CUTDONE): it resumes there
+S_BLK = 16  # B_*: the live piece waits on a run that neutral characters only extend (see _block_kind)
+S_BLKPIECE = 17  # S_PIECE when S_BLK was recorded
+S_BLKEND = 18  # the text up to here is known to extend that run
+S_WPHASE = 19  # long mode, cased kinds: the anchor lies in the piece's greedy [W]+ run (after its first Ll)
+S_WSCAN = 20  # long mode, S_WPHASE: [S_ANCH, S_WSCAN) is known to be all [W]
+N_STATE = 24
+
+# Pattern families (every rule below is stated for a family; the argument covers each member):
+# GPT-2 (`\s+(?!\S)` whitespace, no CR/LF rule): PAT_GPT2, PAT_GPT2_DIGITS (Digits cuts every
+# numeric character off first). CR/LF (`\s*[\r\n]`): cl100k, Llama-3, Qwen2 (`\p{L}+` words) and the
+# cased kinds o200k, Tekken (`[U]*[W]+` words). STREAM_KINDS are the kinds the stream encoder serves.
+STREAM_KINDS = (PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_LLAMA3, PAT_QWEN2, PAT_TEKKEN, PAT_GPT2_DIGITS)
+
+B_NONE = 0
+B_WS = 1  # the live bound K is just after a CR/LF; [K, end) is whitespace other than CR/LF
+B_UPPER = 2  # o200k: K is the piece end, after a [Lu Lt Lm Lo M] character; [K, end) is Lu/Lt only
 
 T_NONE = 0  # no resume anchors (the scan restarts at F every call)
 T_WS = 1
@@ -72,8 +88,23 @@ M_O = (1 << CLS_OTHER) | (1 << CLS_MARK)
 M_U = (1 << CLS_LU) | (1 << CLS_LT) | (1 << CLS_LM) | (1 << CLS_LO) | (1 << CLS_MARK)
 M_ULET = (1 << CLS_LU) | (1 << CLS_LT) | (1 << CLS_LM) | (1 << CLS_LO)
 M_WORD = M_U | (1 << CLS_LL)
+M_UPPER = (1 << CLS_LU) | (1 << CLS_LT)  # [U] minus [W]: extends a U-run without ending a [W]+
+M_W = (1 << CLS_LL) | (1 << CLS_LM) | (1 << CLS_LO) | (1 << CLS_MARK)  # [W]
+M_B = M_U & M_W  # Lm Lo M
 
 MARGIN = 4  # a piece end pe is only trusted when pe + MARGIN <= end (see is_final)
+
+
+@njit(inline="always")
+def _crlf_kind(kind):
+    r"""The pattern has `\s*[\r\n]` (a whitespace piece ends after its run's last CR/LF)."""
+    return kind != PAT_GPT2 and kind != PAT_GPT2_DIGITS
+
+
+@njit(inline="always")
+def _cased_kind(kind):
+    r"""The pattern's words are o200k's `[^\r\n\p{L}\p{N}]?[U]*[W]+ | ...?[U]+[W]*`."""
+    return kind == PAT_O200K or kind == PAT_TEKKEN
 
 
 class LongTables(NamedTuple):
@@ -213,23 +244,35 @@ def is_final(kind, buf, pe, end, s1, s2):
     if cp == CLS_SPACE and ca == CLS_SPACE:
         r = _run_end(buf, pe, end, s1, s2, 1 << CLS_SPACE)
         return r + MARGIN <= end
-    if kind == PAT_O200K and _in(M_U, cp) and _in(M_U, ca):
-        r = _run_end(buf, pe, end, s1, s2, M_U)
+    if _cased_kind(kind) and _in(M_U, cp) and _in(M_U, ca):
+        # The scanner read past pe only if `[U]*` ran to the end u of the U-run and backtracked to
+        # pe, its last [Lm Lo M]: then [pe, u) is Lu/Lt only. A [Lm Lo M] after a Lu/Lt run from pe
+        # rules that out (u would lie past it), so pe was decided with bounded look-ahead.
+        r = _run_end(buf, pe, end, s1, s2, M_UPPER)
+        if r < end:
+            c, n = class_at(buf, r, end, s1, s2)
+            if _in(M_B, c):
+                return True
         return r + MARGIN <= end
     return True
 
 
 @njit
-def last_cut(buf, pos, end, s1, s2):
+def last_cut(buf, pos, end, lo, s1, s2):
     r"""The last position y in (pos, end) where every scanner's pieces before y are the pieces of
     buf[pos:y] read as a whole text, whatever follows; or pos if there is none. Two kinds:
     (a) a space (0x20) after a non-whitespace character; (b) a [^\s\p{L}\p{N}] character other than
     a mark, an apostrophe or '/' after a letter or digit. No piece of any of the three patterns
     contains such a pair, so y is a piece boundary in every continuation, and the character at y
     acts on the previous piece's scanner exactly as the end of the text does (it stops letter,
-    digit, punctuation and U runs, is no CR/LF, '/', apostrophe or lowercase letter)."""
+    digit, punctuation and U runs, is no CR/LF, '/', apostrophe or lowercase letter).
+    `lo`: positions below it were examined by an earlier call with no cut found (whether y is a cut
+    depends only on the characters at and before y, which are complete and never change)."""
     q = end - 1
-    while q > pos:
+    stop = pos
+    if lo - 1 > stop:
+        stop = lo - 1
+    while q > stop:
         b = buf[q]
         if (b & 0xC0) != 0x80:
             if b == 0x20:
@@ -274,13 +317,59 @@ def live_bound(kind, buf, f, pe, end, s1, s2):
         p += n
         if b == 0x0A or b == 0x0D:
             nl = p
-    if kind != PAT_GPT2 and nl >= 0:
+    if _crlf_kind(kind) and nl >= 0:
         k = nl
     else:
         k = last
     if k > pe:
         k = pe
     return True, k
+
+
+# ------------------------------------------------------------------------------------ held runs
+
+
+@njit
+def _neutral_end(buf, p, end, blk, s1, s2):
+    """End of the run from p of characters neutral to a block of kind `blk` (B_WS: whitespace other
+    than CR and LF; B_UPPER: Lu, Lt)."""
+    while p < end:
+        c, n = class_at(buf, p, end, s1, s2)
+        if blk == B_WS:
+            b = buf[p]
+            if c != CLS_SPACE or b == 0x0A or b == 0x0D:
+                break
+        elif not _in(M_UPPER, c):
+            break
+        p += n
+    return p
+
+
+@njit
+def _block_kind(kind, buf, f, k, end, s1, s2):
+    """B_* when the live piece scanned from f, with lower bound K = k, is held by a run that more
+    neutral characters only extend; else B_NONE. Appending neutral characters then changes nothing:
+    the piece stays not final, K stays, so no id becomes final and no state moves (the argument is
+    in tltok_jit/stream_encode.py, "Held runs"); `_advance_open` then only scans the new bytes."""
+    if k <= f or k >= end:
+        return B_NONE
+    b = buf[k - 1]
+    if _crlf_kind(kind) and (b == 0x0A or b == 0x0D):
+        if _neutral_end(buf, k, end, B_WS, s1, s2) == end:
+            return B_WS
+        return B_NONE
+    if _cased_kind(kind):
+        c, n = class_at(buf, _prev_start(buf, k), end, s1, s2)
+        if _in(M_U, c) and _neutral_end(buf, k, end, B_UPPER, s1, s2) == end:
+            return B_UPPER
+    return B_NONE
+
+
+@njit(inline="always")
+def _record_block(kind, buf, f, k, end, st, s1, s2):
+    st[S_BLK] = _block_kind(kind, buf, f, k, end, s1, s2)
+    st[S_BLKPIECE] = st[S_PIECE]
+    st[S_BLKEND] = end
 
 
 # ------------------------------------------------------------------------------------ added tokens
@@ -459,8 +548,8 @@ def _piece_type(kind, buf, f, k, ws, s1, s2):
     c, n = class_at(buf, p, k, s1, s2)
     p += n
     c, n = class_at(buf, p, k, s1, s2)
-    if kind == PAT_O200K:
-        if _in(M_WORD, c) and c != CLS_MARK:
+    if _cased_kind(kind):
+        if _in(M_WORD, c):
             return T_WORD
         if c == CLS_OTHER:
             return T_O
@@ -484,6 +573,7 @@ def _advance_anchor(kind, buf, st, k, s1, s2):
     seen_ll = st[S_SEENLL]
     seen_nl = st[S_SEENNL]
     anch = st[S_ANCH]
+    wphase = st[S_WPHASE]
     while q < k:
         c, n = class_at(buf, q, k, s1, s2)
         q2 = q + n
@@ -501,13 +591,18 @@ def _advance_anchor(kind, buf, st, k, s1, s2):
             elif typ == T_N:
                 ok = c == CLS_NUMBER
             elif typ == T_O:
-                if kind == PAT_O200K:
+                if _cased_kind(kind):
                     ok = c == CLS_OTHER and c2 == CLS_OTHER and seen_nl == 0
                 else:
                     ok = _in(M_O, c) and _in(M_O, c2) and seen_nl == 0
             elif typ == T_WORD:
-                # never inside the contraction suffix: a scan from its letters is a new word
-                ok = seen_nl == 0 and (c == CLS_LL or (_in(M_ULET, c) and seen_ll == 0))
+                # never inside the contraction suffix: a scan from its letters is a new word. Before
+                # the first Ll: any [U] (a mark is taken as the prefix, and the U-run after it still
+                # holds the piece's last [Lm Lo M], which ends at or after k > q2). From the first Ll
+                # on: any [W]; the piece is then resumed by _resume_end, not by a scan from q.
+                ok = seen_nl == 0 and (c == CLS_LL or (_in(M_U, c) if seen_ll == 0 else _in(M_W, c)))
+                if ok and (c == CLS_LL or seen_ll == 1):
+                    wphase = 1
             if ok:
                 anch = q
         if c == CLS_LL:
@@ -520,6 +615,31 @@ def _advance_anchor(kind, buf, st, k, s1, s2):
     st[S_SEENLL] = seen_ll
     st[S_SEENNL] = seen_nl
     st[S_ANCH] = anch
+    st[S_WPHASE] = wphase
+
+
+@njit
+def _resume_end(kind, buf, st, end, s1, s2):
+    """End of the live long piece for the text ending at `end`, scanned from its anchor.
+
+    In the [W]+ phase of a cased word (S_WPHASE) the piece from its start F is `... [W]+` up to the
+    end w of the [W] run, then the contraction at w. The run is extended from where the last call
+    stopped (S_WSCAN), so a long run of marks is read once. A scan from the character before w gives
+    the same end unless a Lu/Lt follows w (that scan would take it into a U-run): then the end is w
+    (no contraction starts with a letter)."""
+    a = st[S_ANCH]
+    if st[S_WPHASE] == 0:
+        return next_piece(kind, buf, a, end, s1, s2)
+    p = st[S_WSCAN]
+    if p < a:
+        p = a
+    w = _run_end(buf, p, end, s1, s2, M_W)
+    st[S_WSCAN] = w
+    if w < end:
+        c, n = class_at(buf, w, end, s1, s2)
+        if _in(M_UPPER, c):
+            return w
+    return next_piece(kind, buf, _prev_start(buf, w), end, s1, s2)
 
 
 @njit
@@ -563,24 +683,67 @@ def _long_progress(kind, buf, k, st, lam, lamlen, mark, T, LT, LW, vals, out, op
 
 
 @njit
-def _close_segment(kind, buf, seg_end, st, lam, lamlen, T, LT, LW, out, op, cache, vals, s1, s2):
+def _encode_pieces(kind, buf, a, b, T, TP, drop, out, op, cache, vals, s1, s2):
+    """Encode buf[a:b], a text whose pieces are final. drop[256] != 0: the bytes with drop[x] != 0
+    are absent from the byte-level vocabulary; as `tokenizers` does, they are removed from each
+    piece that has them, and the rest is merged as one piece with TP (whole-piece tables)."""
+    if drop[256] == 0:
+        return encode_ordinary_span(buf, a, b, T, out, op, cache, 0, vals)
+    clean = a  # pieces in [clean, p) have no dropped byte: encoded together
+    p = a
+    while p < b:
+        pe = next_piece(kind, buf, p, b, s1, s2)
+        m = 0
+        for i in range(p, pe):
+            if drop[buf[i]] != 0:
+                m += 1
+        if m:
+            if p > clean:
+                op = encode_ordinary_span(buf, clean, p, T, out, op, cache, 0, vals)
+            if m < pe - p:
+                kept = np.empty(pe - p - m, dtype=np.uint8)
+                j = 0
+                for i in range(p, pe):
+                    if drop[buf[i]] == 0:
+                        kept[j] = buf[i]
+                        j += 1
+                op = encode_ordinary_span(readonly(kept), 0, j, TP, out, op, cache, 0, vals)
+            clean = pe
+        p = pe
+    if b > clean:
+        op = encode_ordinary_span(buf, clean, b, T, out, op, cache, 0, vals)
+    return op
+
+
+@njit
+def _close_segment(kind, buf, seg_end, st, lam, lamlen, T, TP, drop, LT, LW, out, op, cache, vals, s1, s2):
     """The ordinary text of the open segment ends at seg_end (an added token or the end of input)."""
+    st[S_BLK] = B_NONE
     if st[S_LONG] == 1:
-        pe = next_piece(kind, buf, st[S_ANCH], seg_end, s1, s2)
+        pe = _resume_end(kind, buf, st, seg_end, s1, s2)
         op = _long_finish(buf, pe, st, lam, lamlen, T, LT, LW, vals, out, op)
         if st[S_ERR]:
             return op
-    op = encode_ordinary_span(buf, st[S_PIECE], seg_end, T, out, op, cache, 0, vals)
+    op = _encode_pieces(kind, buf, st[S_PIECE], seg_end, T, TP, drop, out, op, cache, vals, s1, s2)
     st[S_PIECE] = seg_end
     return op
 
 
 @njit
-def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cache, vals, long_min, s1, s2):
+def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, TP, drop, LT, LW, out, op, cache, vals, long_min,
+                  s1, s2):
     """Write the settled pieces of the open segment, whose known text ends at `end`."""
+    blk = st[S_BLK]
+    if blk != B_NONE:
+        st[S_BLK] = B_NONE
+        if st[S_BLKPIECE] == st[S_PIECE] and st[S_BLKEND] <= end:
+            if _neutral_end(buf, st[S_BLKEND], end, blk, s1, s2) == end:
+                st[S_BLK] = blk  # the new text only extends the held run: nothing changes
+                st[S_BLKEND] = end
+                return op
     while True:
         if st[S_LONG] == 1:
-            pe = next_piece(kind, buf, st[S_ANCH], end, s1, s2)
+            pe = _resume_end(kind, buf, st, end, s1, s2)
             if is_final(kind, buf, pe, end, s1, s2):
                 op = _long_finish(buf, pe, st, lam, lamlen, T, LT, LW, vals, out, op)
                 if st[S_ERR]:
@@ -591,18 +754,22 @@ def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cac
             else:
                 k = pe
             st[S_HELD_K] = k
-            return _long_progress(kind, buf, k, st, lam, lamlen, mark, T, LT, LW, vals, out, op, s1, s2)
+            f = st[S_ANCH]  # the scan's origin (_long_progress moves the anchor)
+            op = _long_progress(kind, buf, k, st, lam, lamlen, mark, T, LT, LW, vals, out, op, s1, s2)
+            _record_block(kind, buf, f, k, end, st, s1, s2)
+            return op
         pos = st[S_PIECE]
-        y = last_cut(buf, pos, end, s1, s2)
+        y = last_cut(buf, pos, end, st[S_CUTDONE], s1, s2)
+        st[S_CUTDONE] = end
         if y > pos:
-            op = encode_ordinary_span(buf, pos, y, T, out, op, cache, 0, vals)
+            op = _encode_pieces(kind, buf, pos, y, T, TP, drop, out, op, cache, vals, s1, s2)
             pos = y
         pe = pos
         while pos < end:
             pe = next_piece(kind, buf, pos, end, s1, s2)
             if not is_final(kind, buf, pe, end, s1, s2):
                 break
-            op = encode_ordinary_span(buf, pos, pe, T, out, op, cache, 0, vals)  # one piece alone
+            op = _encode_pieces(kind, buf, pos, pe, T, TP, drop, out, op, cache, vals, s1, s2)  # one piece
             pos = pe
         st[S_PIECE] = pos
         if pos >= end:
@@ -610,7 +777,13 @@ def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cac
             return op
         ws, k = live_bound(kind, buf, pos, pe, end, s1, s2)
         st[S_HELD_K] = k
-        if st[S_NOLONG] != 0 or k - pos < long_min:
+        typ = T_NONE
+        if k - pos >= long_min:
+            typ = _piece_type(kind, buf, pos, k, ws, s1, s2)
+        # a punctuation piece can hold a dropped byte (they are all [^\s\p{L}\p{N}]): never long then
+        no_long = drop[256] != 0 and typ != T_WS and typ != T_L and typ != T_N
+        if st[S_NOLONG] != 0 or k - pos < long_min or no_long:
+            _record_block(kind, buf, pos, k, end, st, s1, s2)
             return op
         if LT.max_len == 0:
             st[S_WANTLONG] = 1  # the caller builds the tables and calls again
@@ -623,11 +796,13 @@ def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, LT, LW, out, op, cac
         st[S_ASCAN] = pos
         st[S_SEENLL] = 0
         st[S_SEENNL] = 0
-        st[S_TYPE] = _piece_type(kind, buf, pos, k, ws, s1, s2)
+        st[S_WPHASE] = 0
+        st[S_WSCAN] = pos
+        st[S_TYPE] = typ
 
 
 @njit
-def stream_step(buf, n, st, T, allowed, any_allowed, hold, final, out, cache, vals,
+def stream_step(buf, n, st, T, TP, drop, allowed, any_allowed, hold, final, out, cache, vals,
                 LT, LW, lam, lamlen, mark, long_min):
     """Process the pending bytes buf[0:n]; returns the number of ids written to out.
 
@@ -655,7 +830,7 @@ def stream_step(buf, n, st, T, allowed, any_allowed, hold, final, out, cache, va
             if t < 0:
                 i += 1
                 continue
-            op = _close_segment(kind, buf, i, st, lam, lamlen, T, LT, LW, out, op, cache, vals, s1, s2)
+            op = _close_segment(kind, buf, i, st, lam, lamlen, T, TP, drop, LT, LW, out, op, cache, vals, s1, s2)
             if st[S_ERR]:
                 return op
             out[op] = T.added_ids[t]
@@ -666,12 +841,12 @@ def stream_step(buf, n, st, T, allowed, any_allowed, hold, final, out, cache, va
         i = n
     st[S_SEG] = i
     if final:
-        op = _close_segment(kind, buf, n, st, lam, lamlen, T, LT, LW, out, op, cache, vals, s1, s2)
+        op = _close_segment(kind, buf, n, st, lam, lamlen, T, TP, drop, LT, LW, out, op, cache, vals, s1, s2)
         st[S_KEEP] = n
         st[S_HELD_K] = n
         return op
-    op = _advance_open(kind, buf, safe_end, st, lam, lamlen, mark, T, LT, LW, out, op, cache, vals, long_min,
-                       s1, s2)
+    op = _advance_open(kind, buf, safe_end, st, lam, lamlen, mark, T, TP, drop, LT, LW, out, op, cache, vals,
+                       long_min, s1, s2)
     if st[S_LONG] == 1:
         keep = st[S_ANCH]
         if st[S_EMIT] < keep:
