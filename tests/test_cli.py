@@ -315,7 +315,7 @@ def test_progress_line(capsys):
 @pytest.fixture(scope="module")
 def big_parquet(tmp_path_factory):
     text = _corpus("english-war-and-peace.txt")
-    docs = _docs(text) * 6  # ~19 MB
+    docs = _docs(text) * 18  # ~57 MB: seconds of work left when the first batch is written, even pipelined
     p = tmp_path_factory.mktemp("big") / "big.parquet"
     pq.write_table(pa.table({"text": docs}), p, row_group_size=2000)
     return p

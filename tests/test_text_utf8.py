@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tltok_jit.encoding import _KERNEL_UTF8_MIN, text_to_buf, text_to_utf8
+from tltok_jit.text import KERNEL_UTF8_MIN as _KERNEL_UTF8_MIN, text_to_buf, text_to_utf8
 from tltok_jit.kernels.utf8 import str_utf8
 
 latin1 = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xFF), max_size=80)
