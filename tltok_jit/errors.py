@@ -3,7 +3,8 @@
 Each one is also the built-in exception a tiktoken or Hugging Face user already catches: a bad token
 id is a `KeyError` (as in tiktoken) and a `ValueError`; a malformed file, a refused special token, a
 bad row and a bad registry asset are `ValueError`s; a rank file that cannot be found is a
-`FileNotFoundError`. `except tltok_jit.TltokError` catches all of them and nothing else.
+`FileNotFoundError` (the built-in comes first in each class's bases, so `type(e).__mro__[1]` is it).
+`except tltok_jit.TltokError` catches all of them and nothing else.
 
 >>> import tltok_jit
 >>> enc = tltok_jit.get_encoding("o200k_base")
@@ -41,7 +42,7 @@ class TltokError(Exception):
 
 
 # ------------------------------------------------------------------ files
-class TokenizerFileError(TltokError, ValueError):
+class TokenizerFileError(ValueError, TltokError):
     """A tokenizer file (or a model description) is malformed; the message names the file and the place."""
 
 
@@ -64,19 +65,19 @@ class RankFileHashError(TokenizerFileError):
     """A rank file (found locally or downloaded) does not have the published sha256."""
 
 
-class RankFileUnavailableError(TltokError, FileNotFoundError):
+class RankFileUnavailableError(FileNotFoundError, TltokError):
     """A rank file is in none of the local places and could not be downloaded."""
 
 
 # ------------------------------------------------------------------ ids and text
-class UnknownTokenError(TltokError, KeyError, ValueError):
+class UnknownTokenError(KeyError, ValueError, TltokError):
     """A token id outside the vocabulary (a KeyError as in tiktoken, and a ValueError)."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 
-class DisallowedSpecialTokenError(TltokError, ValueError):
+class DisallowedSpecialTokenError(ValueError, TltokError):
     """Text holds a special token that `disallowed_special` refuses (`token` is that token)."""
 
     def __init__(self, message: str, token: str):
@@ -100,7 +101,7 @@ def raise_disallowed_special_token(token: str):
     )
 
 
-class ArrowRowError(TltokError, ValueError):
+class ArrowRowError(ValueError, TltokError):
     """A row of a column cannot be encoded (invalid UTF-8 with errors="strict", a disallowed special
     token); `row` is its index in the whole input."""
 
@@ -113,7 +114,7 @@ class ArrowRowError(TltokError, ValueError):
 
 
 # ------------------------------------------------------------------ the tokenizer registry
-class TokenizerError(TltokError, ValueError):
+class TokenizerError(ValueError, TltokError):
     """Base of every error the tokenizer registry and its kinds raise on bad input."""
 
 
