@@ -263,10 +263,13 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
         the pending run of byte pieces. A pending run's incomplete last character is held back."""
         types = self.model.types
         piece_bytes = self.tables.piece_bytes
-        committed = state.get("_committed", "")
+        # the committed text is extended in place (no other reference to it is left in `state`, so
+        # CPython's `+=` appends): a call costs O(new ids), not O(text so far)
+        committed = state.pop("_committed", "")
+        state.pop("text", None)
         run = state.get("_run", [])
         is_bos_ws, bos_ws_seen, has_text = state.get("_flags", (True, False, False))
-        parts = [committed]
+        parts = []
         for i in self._kept(new_ids):
             if types[i] == BYTE:
                 run.append(piece_bytes[i])
@@ -280,16 +283,18 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
             text, bos_ws_seen = self._piece_text(i, is_bos_ws)
             parts.append(text)
             has_text = has_text or bool(text)
-        committed = "".join(parts)
+        if parts:
+            committed += "".join(parts)
         cut = len(run) if final else incomplete_tail_start(bytes(run))
-        settled = committed + self._render_run(run[:cut]) if cut else committed
+        tail = self._render_run(run[:cut]) if cut else ""
         emitted = state.get("_emitted", 0)
+        delta = committed[emitted:] + tail if emitted <= len(committed) else tail[emitted - len(committed):]
         state["_committed"] = committed
         state["_run"] = run
         state["_flags"] = (is_bos_ws, bos_ws_seen, has_text)
-        state["_emitted"] = len(settled)
+        state["_emitted"] = len(committed) + len(tail)
         state["text"] = committed + self._render_run(run) if run else committed
-        return settled[emitted:]
+        return delta
 
     def _kept(self, ids) -> list[int]:
         ids = self.check_ids(ids)
