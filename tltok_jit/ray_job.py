@@ -502,6 +502,9 @@ def _run_tasks(ray, todo: list[ShardTask], enc, opts: JobOptions, out: Path, con
             submit(actor)
     finally:
         if pending:  # a failed shard: stop the others now (their temporary files go on the next run)
+            # the first failure is the one reported; Ray would print every other failed task's
+            # traceback when its reference is dropped (read by Ray at that moment, so set here)
+            os.environ["RAY_IGNORE_UNHANDLED_ERRORS"] = "1"
             for a in actors:
                 try:
                     ray.kill(a)
