@@ -28,6 +28,7 @@ import re
 from collections.abc import Sequence
 
 from .loaders.byte_alphabet import beta_decode
+from .text import common_prefix_len
 
 __all__ = ["ChainStream", "DecoderChain", "PRIMER_LEN", "WINDOW_LEN"]
 
@@ -165,20 +166,6 @@ class DecoderChain:
         return bytes(byte_of[i] for i in ids[k:])
 
 
-def _common_prefix_len(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 class ChainStream:
     """One stream of ids through a DecoderChain: `push(ids)` returns (settled delta, unsettled rest).
 
@@ -220,7 +207,7 @@ class ChainStream:
                 while n - k > read and win[n - k - 1] in byte_ids:
                     k += 1
             if k:
-                settled = _common_prefix_len(chain.decode(win[:len(win) - k])[skip:], text)
+                settled = common_prefix_len(chain.decode(win[:len(win) - k])[skip:], text)
             else:
                 settled = len(text)
             while settled and text[settled - 1] == FFFD:

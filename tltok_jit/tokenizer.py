@@ -33,6 +33,7 @@ from .errors import (  # noqa: F401  (the registry's errors, re-exported here)
     TokenizerError,
     UnknownTokenizerKindError,
 )
+from .text import common_prefix_len
 
 __all__ = [
     "EncodeNotSupportedError",
@@ -96,17 +97,7 @@ def as_id_list(ids: Any, vocab_size: int) -> list[int]:
 
 def common_prefix(a: str, b: str) -> str:
     """The longest common prefix of two strings."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return a[:n]
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return a[:lo]
+    return a[:common_prefix_len(a, b)]
 
 
 class Tokenizer(abc.ABC):
