@@ -1,7 +1,7 @@
 """The two decode-in-pieces contracts of tltok_jit.Tokenizer, as checks the kind tests share.
 
-decode_incremental: after every chunk state["text"] == decode(ids so far), the deltas so far are a
-prefix of it (so no later chunk revises them), and after a final call they equal decode(all ids).
+decode_incremental: after every chunk state["text"] is the deltas so far joined, a prefix of
+decode(ids so far) (so no later chunk revises it), and after a final call it equals decode(all ids).
 token_pieces: one piece per id, joining to decode(ids).
 """
 
@@ -28,10 +28,10 @@ def check_incremental(tok, ids: list[int], cuts: list[int]) -> None:
         emitted += tok.decode_incremental(chunk, state)
         done += chunk
         full = tok.decode(done)
-        assert state["text"] == full, (done, state["text"], full)
+        assert state["text"] == emitted, (done, state["text"], emitted)
         assert full.startswith(emitted), (done, emitted, full)
     emitted += tok.decode_incremental([], state, final=True)
-    assert emitted == tok.decode(ids), (ids, emitted)
+    assert emitted == tok.decode(ids) == state["text"], (ids, emitted, state["text"])
 
 
 def check_pieces(tok, ids: list[int]) -> None:

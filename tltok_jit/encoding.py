@@ -844,8 +844,8 @@ class Encoding:
         return [b[o[t]:o[t + 1]].tobytes() for t in ids.tolist()]
 
     def decode_incremental(self, new_ids: Iterable[int], state: dict, *, final: bool = False) -> str:
-        """Text added by `new_ids`; `state["text"]` stays equal to decode(all ids so far). An unfinished
-        UTF-8 character is held back from the delta until it completes (or `final=True`)."""
+        """Text added by `new_ids`; `state["text"]` is the deltas joined, decode(all ids so far) except
+        an unfinished UTF-8 character, held back until it completes (or `final=True`)."""
         from .stream import decode_incremental
 
         return decode_incremental(self, new_ids, state, final=final)

@@ -9,8 +9,8 @@ data[offsets[i]:offsets[i+1]]; valid[i] is False for unassigned ids), so `Encodi
   (complete characters, and one U+FFFD per maximal ill-formed subpart), holding back an
   incomplete tail that a later token may still complete (`pending`, at most 3 bytes);
   `finish()` flushes it with replacement. Chunks + finish() == decode(ids), always.
-* `decode_incremental(enc, new_ids, state)`: the same over a dict state; `state["text"]` is
-  decode(all ids so far) at every call, while the returned delta holds back an incomplete tail.
+* `decode_incremental(enc, new_ids, state)`: the same over a dict state; `state["text"]` is the
+  text emitted so far (the deltas joined): decode(all ids so far) without the held-back tail.
 * `token_pieces(enc, ids)`: one string per token, "".join(pieces) == decode(ids); a tail still
   incomplete at the end is flushed onto the last token.
 * `MultiStreamDecoder(enc, n_streams)`: one new id for each of many streams per `step`, in one
@@ -389,12 +389,12 @@ class _ChainStreamDecoder(StreamDecoder):
 def decode_incremental(enc, new_ids, state: dict, *, final: bool = False) -> str:
     """Decode `new_ids` after the ids already folded into `state`; returns the new text.
 
-    `state` starts as an empty dict. After every call `state["text"]` == decode(all ids so far)
-    (a trailing incomplete character rendered as U+FFFD, as decode does), while the returned
-    delta holds such a tail back until a later call completes it (or `final=True` flushes it),
-    so the deltas never carry a U+FFFD that the finished text will not have. The cost is
-    O(len(new_ids)) decoding; the prefix is never decoded again (`state["text"]` is extended by
-    appending). Keys other than "text" are private.
+    `state` starts as an empty dict. After every call `state["text"]` is the text emitted so far
+    (the deltas joined): decode(all ids so far) except a trailing incomplete character, which is
+    held back until a later call completes it (or `final=True` flushes it as U+FFFD), so the
+    deltas never carry a U+FFFD that the finished text will not have. The cost is
+    O(len(new_ids)) at any length: the prefix is never decoded again and `state["text"]` is
+    extended in place. Keys other than "text" are private.
     """
     tables = token_tables(enc)
     if tables.chain is not None:
@@ -408,32 +408,25 @@ def decode_incremental(enc, new_ids, state: dict, *, final: bool = False) -> str
     if len(tail) == 2 and tail[0] == 0xED and tail[1] >= 0xA0:  # see StreamDecoder._hold
         delta += _FFFD + _FFFD
         tail = b""
-    committed = state.pop("_committed", None)
-    text = state.pop("text", "")
-    if committed is None:
-        committed = text  # a fresh (or foreign) state: its text is what came before
-    del text  # drop the second reference so the append below can extend the string in place
-    committed += delta
-    state["_committed"] = committed
     state["_pending"] = tail
-    state["text"] = committed + _FFFD if tail else committed
+    _append_text(state, delta)
     return delta
+
+
+def _append_text(state: dict, delta: str) -> None:
+    """state["text"] += delta, in place: popped first, the string has no other reference, so
+    CPython's `+=` extends it instead of copying the transcript."""
+    text = state.pop("text", "")
+    text += delta
+    state["text"] = text
 
 
 def _chain_incremental(tables: TokenTables, new_ids, state: dict, final: bool) -> str:
     stream = state.get("_chain")
     if stream is None or stream.chain is not tables.chain:
         stream = state["_chain"] = ChainStream(tables.chain)
-        state.pop("_committed", None)
-    delta, rest = stream.push(_checked_ids(tables, new_ids), final)
-    committed = state.pop("_committed", None)
-    text = state.pop("text", "")
-    if committed is None:
-        committed = text  # a fresh (or foreign) state: its text is what came before
-    del text  # one reference left: the append below extends the string in place
-    committed += delta
-    state["_committed"] = committed
-    state["text"] = committed + rest if rest else committed
+    delta, _rest = stream.push(_checked_ids(tables, new_ids), final)
+    _append_text(state, delta)
     return delta
 
 

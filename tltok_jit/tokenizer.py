@@ -4,11 +4,11 @@ A `Tokenizer` turns ids into text (every kind) and text into ids (kinds with `su
 `special_ids` is exactly the set `decode` drops. Two methods answer `decode` in pieces and must
 agree with it:
 
-* `decode_incremental(new_ids, state)`: after every call `state["text"] == decode(all ids so far)`;
-  the returned deltas concatenate to a prefix of it that later ids never change. What is held
-  back is a trailing incomplete character (its U+FFFD), or, for kinds whose rendering of the last
-  tokens still depends on the next ones, that unsettled tail. `final=True` flushes it, after which
-  the deltas concatenate to `decode(all ids)` exactly.
+* `decode_incremental(new_ids, state)`: returns the text the new ids settle; after every call
+  `state["text"]` is the deltas joined, a prefix of `decode(all ids so far)` that later ids never
+  change. What is held back is a trailing incomplete character (its U+FFFD), or, for kinds whose
+  rendering of the last tokens still depends on the next ones, that unsettled tail. `final=True`
+  flushes it, after which `state["text"] == decode(all ids)` exactly.
 * `token_pieces(ids)`: one string per id, `"".join(token_pieces(ids)) == decode(ids)`; a character
   split across ids goes to the id completing it, an incomplete tail is flushed onto the last id.
 
@@ -155,8 +155,8 @@ class Tokenizer(abc.ABC):
     def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
         """The text `new_ids` add after the ids already folded into `state` (start with `{}`).
 
-        `state["text"]` is decode(all ids so far); the deltas are what is settled of it. Keys of
-        `state` other than "text" are private to the kind."""
+        `state["text"]` is the deltas joined: decode(all ids so far) without the held-back tail.
+        Keys of `state` other than "text" are private to the kind."""
         new = self.check_ids(new_ids)
         all_ids = state.get("_ids", [])
         all_ids = all_ids + new
@@ -173,7 +173,7 @@ class Tokenizer(abc.ABC):
         delta = settled[len(emitted):]
         state["_ids"] = all_ids
         state["_emitted"] = settled
-        state["text"] = text
+        state["text"] = settled
         return delta
 
     def token_pieces(self, ids: Sequence[int]) -> list[str]:
@@ -193,8 +193,7 @@ class WindowedIncremental:
     step decodes the window and takes what follows the primer's text, so a partial costs the same at
     any transcript length. The primer carries the rules that depend on what came before (a leading
     space stripped once, a byte run in progress). The kind's `unsettled_count` and a trailing
-    U+FFFD hold text back as in the default; `state["text"]` is the emitted text plus the window's
-    unsettled rest."""
+    U+FFFD hold text back as in the default; `state["text"]` is the emitted text."""
 
     primer_len = 4
 
@@ -207,7 +206,6 @@ class WindowedIncremental:
         new = self.check_ids(new_ids)
         win = state.get("_win", []) + new
         read = state.get("_read", 0)
-        done = state.get("_done", "")      # the text emitted so far
         shown = state.get("_shown", 0)     # how much of the window's text after the primer is in `done`
         primer_text = self.decode(win[:read])
         text = self.decode(win)[len(primer_text):]
@@ -219,11 +217,9 @@ class WindowedIncremental:
             settled = text if k == 0 else common_prefix(self.decode(win[:len(win) - k])[len(primer_text):], text)
             settled = settled.rstrip(FFFD)
         delta = settled[shown:]
-        state.pop("_done", None)  # `done` is now the only reference: the append below extends it in place
-        state.pop("text", None)
+        done = state.pop("text", "")  # the text emitted so far; popped, so `+=` extends it in place
         done += delta
-        rest = text[len(settled):]
-        state["text"] = done + rest if rest else done
+        state["text"] = done
         if k == 0 and len(settled) == len(text) and self.window_can_restart(win):
             # all settled: the window shrinks to a primer
             state["_win"] = win[-self.primer_len:]
@@ -233,5 +229,4 @@ class WindowedIncremental:
             state["_win"] = win
             state["_read"] = read
             state["_shown"] = len(settled)
-        state["_done"] = done
         return delta

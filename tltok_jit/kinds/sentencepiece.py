@@ -266,7 +266,6 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
         # the committed text is extended in place (no other reference to it is left in `state`, so
         # CPython's `+=` appends): a call costs O(new ids), not O(text so far)
         committed = state.pop("_committed", "")
-        state.pop("text", None)
         run = state.get("_run", [])
         is_bos_ws, bos_ws_seen, has_text = state.get("_flags", (True, False, False))
         parts = []
@@ -293,7 +292,9 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
         state["_run"] = run
         state["_flags"] = (is_bos_ws, bos_ws_seen, has_text)
         state["_emitted"] = len(committed) + len(tail)
-        state["text"] = committed + self._render_run(run) if run else committed
+        text = state.pop("text", "")  # the emitted text, extended in place like `committed`
+        text += delta
+        state["text"] = text
         return delta
 
     def _kept(self, ids) -> list[int]:
