@@ -6,8 +6,8 @@ only Python values (bytes, ints, strings); it is validated again when compiled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
 
 from .errors import TokenizerFileError  # noqa: F401  (re-exported: loaders raise it from here)
 
@@ -44,6 +44,10 @@ class ModelDescription:
                     or None when only the slow `regex` path can (chosen by `tables`).
     added_tokens:   tokens matched before pretokenization.
     ignore_merges:  look a whole piece up in `vocab` before merging (tiktoken always does).
+    digest:         a hash of the source's bytes and of the loader's parameters, when the loader
+                    has one: the table cache keys on it instead of hashing `vocab`.
+    vocab_loader:   with `vocab=None`, parses and validates `vocab` on first access (a rank file
+                    whose tables are cached never needs its 200,000 tokens as Python objects).
     """
 
     name: str
@@ -67,6 +71,24 @@ class ModelDescription:
     char_level: bool = False
     added_bytes: dict[int, bytes] | None = None
     hf: object | None = None
+    digest: str | None = None
+    vocab_loader: Callable[[], dict[bytes, int]] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.vocab is None:
+            if self.vocab_loader is None:
+                raise TypeError(f"ModelDescription {self.name!r}: vocab=None needs a vocab_loader")
+            del self.vocab  # read on first access (__getattr__)
+
+    def __getattr__(self, attr: str):
+        # only called for attributes not set: `vocab` before its first access
+        if attr == "vocab":
+            loader = self.__dict__.get("vocab_loader")
+            if loader is not None:
+                vocab = loader()
+                self.__dict__["vocab"] = vocab
+                return vocab
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
 
     @property
     def special_tokens(self) -> dict[str, int]:

@@ -307,7 +307,7 @@ def load_description(name: str) -> ModelDescription:
     if local is None:
         data = embedded_rank_data(name)
         if data is not None:
-            return read_tiktoken_model(embedded_location(spec.rank_file), data=data, **kw)
+            return read_tiktoken_model(embedded_location(spec.rank_file), data=data, lazy=True, **kw)
         searched.append("the package (it embeds no copy of this file)")
         local = _download_rank_file(spec, searched)
-    return read_tiktoken_model(local, **kw)
+    return read_tiktoken_model(local, lazy=True, **kw)

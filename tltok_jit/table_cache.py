@@ -41,6 +41,9 @@ def fingerprint(model: ModelDescription, use_cache: bool) -> str:
                    model.allow_missing_bytes, model.char_level, use_cache,
                    sorted((model.added_bytes or {}).items()),
                    [(t.content, t.id, t.special) for t in model.added_tokens])).encode())
+    if model.digest is not None:  # the loader hashed its source: no need to read the vocabulary
+        h.update(model.digest.encode())
+        return h.hexdigest()[:24]
     # in the dict's order (a loader's order is stable; another order is only a cache miss)
     vocab = model.vocab
     h.update(np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab)).tobytes())

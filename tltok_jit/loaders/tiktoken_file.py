@@ -24,6 +24,8 @@ exactly what `tiktoken.load.load_tiktoken_bpe` returns).
 from __future__ import annotations
 
 import binascii
+import functools
+import hashlib
 import os
 import re
 import sys
@@ -264,6 +266,7 @@ def read_tiktoken_model(
     allow_empty_token: bool = False,
     allow_shared_special_ids: bool = False,
     data: bytes | None = None,
+    lazy: bool = False,
 ) -> ModelDescription:
     """Read a `.tiktoken` rank file and the code-defined parts of an encoding into a ModelDescription.
 
@@ -273,6 +276,8 @@ def read_tiktoken_model(
     `allow_shared_special_ids=True`: tiktoken's o200k_harmony maps both '<|endofprompt|>' and
     '<|reserved_200018|>' to 200018 (tiktoken decodes 200018 as '<|endofprompt|>').
     `data`: the file's contents if already in memory (then `path` only names it, also as `source`).
+    `lazy`: parse and check the ranks when the description's `vocab` is first read (it carries a
+    `digest` of the file and of these arguments for the table cache, which then never needs them).
     """
     src = os.fspath(path)
     ids: dict[int, str] = {}
@@ -287,7 +292,25 @@ def read_tiktoken_model(
             raise TokenizerFileError(
                 f"{src}: special tokens {ids[tid]!r} and {content!r} of {name!r} share id {tid}")
         ids[tid] = content
-    vocab = load_tiktoken_ranks(path, reserved_ids=ids, allow_empty_token=allow_empty_token, data=data)
+    added = [AddedToken(content, tid, special=True) for content, tid in special_tokens.items()]
+    common = dict(name=name, merges=None, pattern=pattern, added_tokens=added, ignore_merges=True,
+                  pattern_kind=pattern_kind, source=src, explicit_n_vocab=explicit_n_vocab)
+    check = (src, name, ids, explicit_n_vocab, allow_empty_token)
+    if not lazy:
+        return ModelDescription(vocab=_checked_ranks(*check, data), **common)
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    h = hashlib.sha256(data)
+    h.update(repr((name, sorted(ids.items()), explicit_n_vocab, allow_empty_token)).encode())
+    return ModelDescription(vocab=None, vocab_loader=functools.partial(_checked_ranks, *check, data),
+                            digest="tiktoken:" + h.hexdigest(), **common)
+
+
+def _checked_ranks(src: str, name: str, ids: dict[int, str], explicit_n_vocab: int | None,
+                   allow_empty_token: bool, data: bytes | None) -> dict[bytes, int]:
+    """The ranks of the file `src` (or of `data`), checked against the special ids `ids`."""
+    vocab = load_tiktoken_ranks(src, reserved_ids=ids, allow_empty_token=allow_empty_token, data=data)
     n_ranks = len(vocab)
     max_rank = max(vocab.values())
     # the ranks are 0..max_rank except at reserved (special) ids, so only a special id <= max_rank can
@@ -311,18 +334,7 @@ def read_tiktoken_model(
             raise TokenizerFileError(
                 f"{src}: explicit_n_vocab={explicit_n_vocab} for {name!r}, but the file has {n_ranks} ranks "
                 f"and there are {len(ids)} special tokens ({n_ranks + len(ids)} ids in all)")
-    added = [AddedToken(content, tid, special=True) for content, tid in special_tokens.items()]
-    return ModelDescription(
-        name=name,
-        vocab=vocab,
-        merges=None,
-        pattern=pattern,
-        added_tokens=added,
-        ignore_merges=True,
-        pattern_kind=pattern_kind,
-        source=src,
-        explicit_n_vocab=explicit_n_vocab,
-    )
+    return vocab
 
 
 def description_from_ranks(name: str, *, pat_str: str, mergeable_ranks: dict[bytes, int],
