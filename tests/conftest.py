@@ -20,7 +20,6 @@ Session fixtures (all return callables, cached for the session):
   ours(name) -> tltok_jit encoding  `tltok_jit.get_encoding(name)`, imported lazily
 
 `--run-slow` enables tests marked `slow` (long differential runs).
-`TLTOK_REQUIRE_IMPL=1` turns the "tltok_jit.get_encoding does not exist yet" skip into a failure.
 """
 
 from __future__ import annotations
@@ -175,26 +174,12 @@ def get_tiktoken_oracle(name: str):
     return _build_oracle(name, str(path))
 
 
-@functools.lru_cache(maxsize=None)
-def _load_ours(name: str):
-    import tltok_jit  # a genuine ImportError (broken package) propagates as an error
-
-    get_encoding = getattr(tltok_jit, "get_encoding", None)
-    if get_encoding is None:
-        return None
-    return get_encoding(name)
-
-
 def get_ours(name: str):
     if name in TIKTOKEN_FILES:
         get_shared_path(TIKTOKEN_FILES[name])  # skip, naming the file, rather than try to download it
-    enc = _load_ours(name)
-    if enc is None:
-        msg = "tltok_jit.get_encoding does not exist yet (package incomplete)"
-        if os.environ.get("TLTOK_REQUIRE_IMPL"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return enc
+    import tltok_jit
+
+    return tltok_jit.get_encoding(name)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Test helpers for the streaming decoder: token byte tables built straight from tiktoken rank files.
 
-`RankTable` is a stand-in for the real `Encoding` (until it exists): it has `n_vocab`,
-`token_byte_table()` and the reference `decode`, built from a `.tiktoken` rank file plus special
-tokens, with unassigned holes where the ids skip (cl100k: 100256, 100261..100275).
+`RankTable` is a reference for the `Encoding` built without the package's loaders or tables: it
+has `n_vocab`, `token_byte_table()` and the reference `decode`, read straight from a `.tiktoken`
+rank file plus special tokens, with unassigned holes where the ids skip (cl100k: 100256,
+100261..100275).
 """
 
 from __future__ import annotations

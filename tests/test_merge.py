@@ -14,20 +14,7 @@ from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import compile_model
 
-
-def naive_merge(symbols: list[int], pair_rank: dict[tuple[int, int], tuple[int, int]]) -> list[int]:
-    """Apply the lowest-rank pair, leftmost among equals, until none applies."""
-    syms = list(symbols)
-    while True:
-        best = None
-        for i in range(len(syms) - 1):
-            v = pair_rank.get((syms[i], syms[i + 1]))
-            if v is not None and (best is None or v[0] < best[0]):
-                best = (v[0], i, v[1])
-        if best is None:
-            return syms
-        _, i, merged = best
-        syms[i:i + 2] = [merged]
+from naive import naive_merge, pair_dict
 
 
 def byte_model(merges: list[tuple[bytes, bytes]]) -> ModelDescription:
@@ -70,13 +57,6 @@ def run_any(tables, symbols: list[int], kernel: str) -> list[int]:
 
 def rand_bytes(rng, alphabet: bytes, n: int) -> bytes:
     return rng.choice(np.frombuffer(alphabet, dtype=np.uint8), n).tobytes()
-
-
-def pair_dict(model: ModelDescription) -> dict[tuple[int, int], tuple[int, int]]:
-    out = {}
-    for r, (a, b) in enumerate(model.merges):
-        out.setdefault((model.vocab[a], model.vocab[b]), (r, model.vocab[a + b]))
-    return out
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

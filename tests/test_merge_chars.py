@@ -22,7 +22,7 @@ from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import TREES_MONOTONE, TREES_SAME, compile_model
 
-from test_merge import naive_merge, pair_dict
+from naive import naive_merge, pair_dict
 
 # 1, 2, 3 and 4 byte characters: a few common ones and many rare CJK ones. In training, the pair
 # (common character, lead byte of the rare ones) beats the inside of any one rare character, which

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import SHARED, get_tiktoken_oracle, missing_reason, tiktoken_params
+from naive import split_regex
 from tltok_jit import patterns as tltok_patterns
 from tltok_jit.kernels import scan
 from tltok_jit.unicode.classes import (
@@ -95,11 +96,8 @@ def pat_str(kind: int) -> str:
     return tiktoken_params(ENCODING[kind])["pat_str"]
 
 
-@functools.lru_cache(maxsize=None)
 def ref_regex(kind: int, pattern: str | None = None):
-    p = pat_str(kind) if pattern is None else pattern
-    assert p.count("$") <= 1
-    return regex.compile(p.replace("$", r"\Z"))
+    return split_regex(pat_str(kind) if pattern is None else pattern)
 
 
 def ref_pieces(kind: int, text: str) -> list[str]:
