@@ -76,9 +76,15 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
     expected = oracle.encode(text, disallowed_special=())
     one = enc.encode_to_numpy(text, disallowed_special=(), num_threads=1)
     assert one.tolist() == expected
-    for threads in (2, 0, None):
+    for threads in (2, 3, 0, None):
         assert enc.encode(text, disallowed_special=(), num_threads=threads) == expected
     assert enc.encode_ordinary(text, num_threads=2) == oracle.encode_ordinary(text)
     assert enc.encode(text, allowed_special="all", num_threads=2) == oracle.encode(text, allowed_special="all")
     with pytest.raises(ValueError, match="disallowed special token"):
         enc.encode(text, num_threads=2)
+    # no position a pretoken cannot cross (no space after a letter, no newline): one part, still exact
+    solid = "中文" * (1 << 19)
+    assert enc.encode_ordinary(solid, num_threads=2) == oracle.encode_ordinary(solid)
+    # cuts only near the end: the parts are unequal, the ids the same
+    late = "x" * (1 << 20) + " word\nline two" * 3
+    assert enc.encode_ordinary(late, num_threads=2) == oracle.encode_ordinary(late)

@@ -33,6 +33,9 @@ DisallowedSpecial = Literal["all"] | Collection[str]
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
 _SPLIT_MIN = 1 << 20  # characters: from here num_threads != 1 splits one text over the cores
+_CUT_BACK = 8  # bytes of context before a window's first usable cut position
+_CUT_WINDOW = 1 << 16  # bytes searched for a cut at a time
+_CUT_SEARCH = 1 << 20  # bytes after the ideal position searched before giving up on that cut
 
 
 # The compiled encode_text_at for the one argument-type signature this module ever passes, called
@@ -484,27 +487,48 @@ class Encoding:
         if num_threads is not None:
             num_threads = check_threads(num_threads)
         if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN:
-            ids = self._encode_split(text, allowed_special, num_threads)
+            ids = self._encode_split(text, allowed_special, num_threads, amask, any_allowed)
             if ids is not None:
                 return ids
         return self._encode_text(text, amask, any_allowed)
 
-    def _encode_split(self, text: str, allowed_special: AllowedSpecial, num_threads: int | None):
-        """One long text on several cores: the Arrow column path cuts it into blocks at positions no
-        pretoken crosses (arrow.find_cuts' rules) and encodes them in parallel; None for one core or
-        a split pattern without such cuts."""
-        num_threads = check_threads(num_threads)
+    def _encode_split(self, text: str, allowed_special: AllowedSpecial, num_threads: int | None,
+                      amask: np.ndarray, any_allowed: bool) -> np.ndarray | None:
+        """One long text on several cores: cut into one part per thread, each cut the first position
+        no pretoken crosses (arrow.find_cuts' rules) after an equal share of the bytes, and the parts
+        encoded as rows of one parallel call (their ids, in order, are the text's). None for one
+        core, a split pattern without such cuts, or a text with too few of them."""
         threads = resolve_threads(num_threads)
         if threads < 2 or self._hf is not None:
             return None
-        import pyarrow as pa
+        from .arrow import find_cuts
 
-        from . import arrow
-
-        col = pa.array([text_to_utf8(text)], type=pa.large_binary())
-        res = arrow.encode_arrow(self, col, num_threads=threads, allowed_special=allowed_special,
-                                 disallowed_special=(), large_list=True)
-        return np.array(res.values.to_numpy(zero_copy_only=False), dtype=np.uint32)
+        allowed = self._special_tokens.keys() if allowed_special == "all" else allowed_special
+        # a cut never falls inside an allowed token (the others are plain text or refused already)
+        rule_nl = not any("\n" in t[:-1] for t in allowed)
+        rule_sp = not any(" " in t[1:] for t in allowed)
+        data = text_to_utf8(text)
+        cuts = [0]
+        for k in range(1, threads):
+            target = max(k * len(data) // threads, cuts[-1] + _CUT_BACK)
+            cut = None
+            for lo in range(target - _CUT_BACK, min(target + _CUT_SEARCH, len(data)), _CUT_WINDOW):
+                # a window's cuts from byte _CUT_BACK on are cuts of the whole text: the rules read the
+                # character ending at the position and the one after it, at most 5 bytes back
+                found = [c for c in find_cuts(self, data[lo:lo + _CUT_WINDOW + 4], rule_nl=rule_nl,
+                                              rule_sp=rule_sp) if _CUT_BACK <= c <= _CUT_WINDOW]
+                if found:
+                    cut = lo + found[0]
+                    break
+            if cut is None or cut >= len(data):
+                break
+            cuts.append(cut)
+        if len(cuts) < 2:
+            return None
+        offsets = np.array(cuts + [len(data)], dtype=np.int64)
+        ids, _ = self.encode_rows(read_only(np.frombuffer(data, dtype=np.uint8)), offsets,
+                                  num_threads=len(cuts), amask=amask, any_allowed=any_allowed)
+        return ids
 
     def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
                disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False,
@@ -593,7 +617,7 @@ class Encoding:
         if num_threads is not None:
             num_threads = check_threads(num_threads)
         if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN:
-            ids = self._encode_split(text, (), num_threads)
+            ids = self._encode_split(text, (), num_threads, self._no_added, False)
             if ids is not None:
                 return ids
         return self._encode_text(text, self._no_added, False)
