@@ -131,6 +131,10 @@ class Adapter:
     def short_loop(self, strs: list[str]):
         return [self.whole(s) for s in strs]
 
+    def long(self, text: str, threads: int):
+        """One whole text with `threads` threads available (libraries that cannot split one text use one)."""
+        return self.whole(text)
+
     def memory(self, text: str):
         return self.whole(text)
 
@@ -233,6 +237,7 @@ class Fastokens(Adapter):
     label = "fastokens"
     api = {
         "whole": "Tokenizer.encode_ordinary(str).ids, FASTOKENS_BPE_THREADS=1",
+        "long": "Tokenizer.encode_ordinary(str).ids, FASTOKENS_BPE_THREADS=N (it splits one text)",
         "batch": "Tokenizer.encode_batch_flat(docs), RAYON_NUM_THREADS=FASTOKENS_BPE_THREADS=N",
         "short_loop": "[encode_ordinary(s).ids for s in strs]",
         "memory": "Tokenizer.encode_ordinary(str).ids (no numpy API)",
@@ -329,6 +334,7 @@ class Ours(Adapter):
     label = "tltok_jit"
     api = {
         "whole": "encode_ordinary(str) -> list[int] (as tiktoken's)",
+        "long": "encode_ordinary_to_numpy(str, num_threads=N)",
         "batch": "encode_ordinary_batch(docs, num_threads=N)",
         "short_loop": "[encode_ordinary(s) for s in strs]",
         "memory": "encode_to_numpy(str)",
@@ -376,6 +382,9 @@ class Ours(Adapter):
     def short_loop(self, strs):
         f = self.enc.encode_ordinary
         return [f(s) for s in strs]
+
+    def long(self, text, threads):
+        return self.enc.encode_ordinary_to_numpy(text, num_threads=threads)
 
     def memory(self, text):
         return self.enc.encode_to_numpy(text)

@@ -22,7 +22,7 @@ CACHE = Path(__file__).resolve().parent / ".cache"
 
 @dataclass
 class Input:
-    mode: str  # whole | batch | worst | short | memory
+    mode: str  # whole | long | batch | worst | short | memory
     corpus: str  # english | code | chinese | random-letters | aaaa | short-strings | english-xN
     path: Path
     bytes: int
@@ -93,7 +93,7 @@ QUICK = Sizes(corpus_bytes=200_000, worst_chars=100_000, short_n=10_000, memory_
 
 def build_inputs(modes: list[str], corpora: list[str], sizes: Sizes) -> list[Input]:
     out: list[Input] = []
-    for c in corpora if ("whole" in modes or "batch" in modes) else []:
+    for c in corpora if ("whole" in modes or "batch" in modes or "long" in modes) else []:
         text = data.corpus(c, sizes.corpus_bytes)
         note = ""
         if c == "code":
@@ -102,6 +102,8 @@ def build_inputs(modes: list[str], corpora: list[str], sizes: Sizes) -> list[Inp
             note = f"CPython {platform.python_version()} stdlib .py files"
         if "whole" in modes:
             out.append(_write_input("whole", c, text, note=note))
+        if "long" in modes:
+            out.append(_write_input("long", c, text, note=note))
         if "batch" in modes:
             docs = data.split_docs(text)
             out.append(_write_input("batch", c, docs, note=f"{len(docs)} docs" + (f"; {note}" if note else "")))

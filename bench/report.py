@@ -98,7 +98,7 @@ def _note(r: dict) -> str:
 
 def tables(rows: list[dict]) -> list[tuple[str, list[str], list[list[str]]]]:
     out = []
-    thr = [r for r in rows if r["mode"] in ("whole", "batch", "worst")]
+    thr = [r for r in rows if r["mode"] in ("whole", "long", "batch", "worst")]
     if thr:
         hdr = ["mode", "library", "encoding", "corpus", "thr", "MB/s", "ratio", "cpuMB/s", "ratio(cpu)", "exact",
                "note"]
