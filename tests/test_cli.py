@@ -99,6 +99,11 @@ def test_encode_parquet(cli, parquet_in, tmp_path, docs, oracle, capsys):
     summary = capsys.readouterr().out
     assert f"{len(docs):,} rows" in summary and "tokens" in summary and "MB/s" in summary
     assert not [p for p in tmp_path.iterdir() if "tltok-tmp" in p.name]
+    # the ids are written without a dictionary (it costs CPU and saves nothing); kept columns keep theirs
+    md = pq.ParquetFile(out).metadata.row_group(0)
+    encodings = {md.column(i).path_in_schema: md.column(i).encodings for i in range(md.num_columns)}
+    assert "RLE_DICTIONARY" not in encodings["tokens.list.element"]
+    assert "RLE_DICTIONARY" in encodings["id"]
 
 
 def test_readme_first_command(cli, tmp_path, monkeypatch, oracle, capsys):

@@ -263,7 +263,8 @@ class ShardWorker:
         fields = [schema.field(c) for c in keep] + [pa.field(self.opts.output_column, out_type)]
         out_schema = pa.schema(fields)
         try:
-            with pq.ParquetWriter(str(tmp), out_schema, compression="zstd") as writer:
+            # no dictionary for the ids (as `tltok encode`: ~30% of the write's CPU for ~5% of its size)
+            with pq.ParquetWriter(str(tmp), out_schema, compression="zstd", use_dictionary=list(keep)) as writer:
                 for batch in self._batches(task, columns):
                     col = batch.column(batch.schema.get_field_index(self.opts.column))
                     res = self._encode(task, col)
