@@ -88,3 +88,26 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
     # cuts only near the end: the parts are unequal, the ids the same
     late = "x" * (1 << 20) + " word\nline two" * 3
     assert enc.encode_ordinary(late, num_threads=2) == oracle.encode_ordinary(late)
+
+
+def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
+    enc = ours("r50k_base")
+    cache, work = enc._serial_state()
+    h = KH.handle_of(enc._t, cache)
+    out = np.empty(64, np.uint32)
+    mask = np.zeros(1, np.bool_)
+    mask.flags.writeable = False
+    c = KH.call_handle_of(h, out, work[0], mask)
+    assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
+    n = KH.encode_ascii_call("hello world", c)
+    assert out[:n].tolist() == enc.encode_ordinary("hello world")
+    with pytest.raises(ValueError, match="call handle layout"):
+        KH.call_handle_of(h, out.astype(np.int64), work[0], mask)
+    with pytest.raises(ValueError, match="call handle layout"):
+        KH.call_handle_of(h, out, work[0].astype(np.int32), mask)
+    with pytest.raises(ValueError, match="not a handle"):
+        KH.call_handle_of(h[:-1], out, work[0], mask)
+    hot = np.ones(1, np.bool_)
+    hot.flags.writeable = False
+    with pytest.raises(ValueError, match="all-False"):
+        KH.call_handle_of(h, out, work[0], hot)

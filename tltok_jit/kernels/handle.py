@@ -9,6 +9,12 @@ count), so `encode_text` runs with exactly the argument types it has everywhere 
 Layout of a handle (`handle_of`): for each field of Tables, in order, (address, length); then for
 each field of PieceCache, (address, its dimensions). The Python side keeps every array alive for as
 long as the handle is used (the Encoding holds both).
+
+A call handle (`call_handle_of`) is a handle followed by (address, length) of one thread's id
+scratch, its merge scratch and the all-False added-token mask: `encode_ascii_call(s, c)` then takes
+two arguments instead of six, which
+saves ~0.35 us of numba's argument unboxing per call (a third of what a 20-character call costs
+outside the kernel).
 """
 
 from __future__ import annotations
@@ -29,6 +35,27 @@ CACHE_DTYPES = ((np.uint64, 2), (np.int32, 3), (np.uint8, 2), (np.uint32, 2), (n
                 (np.uint64, 2))
 _CACHE_AT = 2 * len(TABLE_DTYPES)
 HANDLE_LEN = _CACHE_AT + sum(1 + nd for _, nd in CACHE_DTYPES)
+
+
+CALL_LEN = HANDLE_LEN + 6
+
+
+def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: np.ndarray) -> np.ndarray:
+    """The handle `h` followed by the id scratch `out` (uint32), the merge scratch `vals` (int64) and
+    the read-only all-False added-token mask, for `encode_ascii_call`; the caller keeps the arrays
+    alive as long as the call handle."""
+    if h.dtype != np.int64 or h.shape != (HANDLE_LEN,) or h.flags.writeable:
+        raise ValueError("not a handle of handle_of")
+    for a, dt in ((out, np.uint32), (vals, np.int64)):
+        if a.dtype != dt or a.ndim != 1 or not a.flags.c_contiguous or not a.flags.writeable:
+            raise ValueError(f"scratch array {a.dtype}[{a.ndim}] does not match the call handle layout")
+    if (no_added.dtype != np.bool_ or no_added.ndim != 1 or not no_added.flags.c_contiguous
+            or no_added.flags.writeable or no_added.any()):
+        raise ValueError("the added-token mask of a call handle is a read-only all-False bool[:]")
+    c = np.concatenate([h, np.array([out.ctypes.data, len(out), vals.ctypes.data, len(vals),
+                                     no_added.ctypes.data, len(no_added)], dtype=np.int64)])
+    c.flags.writeable = False
+    return c
 
 
 def handle_of(T, cache: PieceCache) -> np.ndarray:
@@ -60,6 +87,18 @@ def encode_ascii_at(s, h, allowed, any_allowed, out, vals):
     """encode_text_at of an ASCII str, read in place (its characters are its UTF-8 bytes); the
     caller checked `s.isascii()`."""
     return encode_text_at(view_ro(_data8(s), (len(s),), np.uint8), h, allowed, any_allowed, out, vals)
+
+
+@njit
+def encode_ascii_call(s, c):
+    """encode_ascii_at(s, h, no_added, False, out, vals) with h, out, vals and the mask read from
+    the call handle `c` (no added token allowed); returns the number of ids written to the call
+    handle's id scratch, which the caller made at least len(s) long."""
+    e = HANDLE_LEN
+    out = view_rw(c[e], (c[e + 1],), np.uint32)
+    vals = view_rw(c[e + 2], (c[e + 3],), np.int64)
+    allowed = view_ro(c[e + 4], (c[e + 5],), np.bool_)
+    return encode_text_at(view_ro(_data8(s), (len(s),), np.uint8), c, allowed, False, out, vals)
 
 
 @njit
