@@ -144,7 +144,7 @@ def test_random_text_equal_hf(trio, text):
 def test_ordinary_equals_the_kernels(name, trio):
     """With no added token, or only some, allowed, the others are text (HF has no such mode): equal to
     our kernels."""
-    ours, hf, allowed = trio
+    ours, _hf, allowed = trio
     from tltok_jit import from_file
 
     compiled = from_file(_path(name))

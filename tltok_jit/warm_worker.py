@@ -34,7 +34,7 @@ def warm_hf(enc) -> None:
     """The kernels of the tokenizer.json text path (added tokens cut out in Python, a normalizer,
     bytes the vocabulary lacks), compiled for a stand-in model: `enc` does not matter."""
     hf = Encoding(stand_in_hf_model())
-    for t in WARM_TEXTS + ["e\u0301 <|endoftext|> x\x04y", "\x04\x06 1 2"]:
+    for t in [*WARM_TEXTS, "e\u0301 <|endoftext|> x\x04y", "\x04\x06 1 2"]:
         hf.encode(t, allowed_special="all")
         hf.encode_ordinary(t)
 
@@ -69,7 +69,8 @@ def warm_stream(enc) -> None:
     se.finish()
 
 
-WARMERS = {"single": warm_single, "hf": warm_hf, "rows": warm_rows, "arrow": warm_arrow, "stream": warm_stream}
+WARMERS = {"single": warm_single, "hf": warm_hf, "rows": warm_rows, "arrow": warm_arrow,
+           "stream": warm_stream}
 
 
 def warm_encoding(enc, stages=warm.STAGES) -> None:
