@@ -367,3 +367,20 @@ def test_first_use_of_llama3_answers_from_python_at_once(tmp_path):
         assert list(cache.glob("*/state-*/compile.lock")), "no background worker was started"
     finally:
         _kill_my_workers(cache)
+
+
+def test_gpt2_files_answer_while_compiling(monkeypatch):
+    """vocab.json + merges.txt (`from_gpt2_files`) is GPT-2's tokenizer.json model too."""
+    from tltok_jit.loaders.gpt2_files import read_gpt2_files
+
+    vocab = get_shared_path("tokenizers/gpt2/vocab.json")
+    merges = get_shared_path("tokenizers/gpt2/merges.txt")
+    hf = tokenizers.Tokenizer.from_file(_path("gpt2"))
+    model = read_gpt2_files(vocab, merges)
+    assert interim_hf.supports(model)
+    _pretend_compiling(monkeypatch)
+    enc = Encoding(model)
+    assert enc.compile_state == "interim"
+    for t in [_fixed(s) for s in edge_case_strings()[:1000] + EDGE + HARD]:
+        assert enc.encode(t, allowed_special="all") == hf.encode(t, add_special_tokens=False).ids, repr(t[:60])
+    assert enc.compile_state == "interim"
