@@ -384,3 +384,42 @@ def test_gpt2_files_answer_while_compiling(monkeypatch):
     for t in [_fixed(s) for s in edge_case_strings()[:1000] + EDGE + HARD]:
         assert enc.encode(t, allowed_special="all") == hf.encode(t, add_special_tokens=False).ids, repr(t[:60])
     assert enc.compile_state == "interim"
+
+
+@pytest.mark.parametrize("pattern", [r"(?=a)|b", r"x*", r"\b", r"a|(?=b)", r"(?=x)|x+", r"\b|\w+",
+                                     r"\s+(?!\S)|\s+", r"(?i:'s|'t)|\p{L}+"])
+def test_split_isolated_equals_tokenizers_split(pattern):
+    """The split, including patterns with empty matches (where Python's match iteration is not
+    Oniguruma's), against `tokenizers`' own Split pre-tokenizer."""
+    from tokenizers import Regex, pre_tokenizers
+
+    from tltok_jit.interim_hf import split_isolated
+    from tltok_jit.loaders.hf_json import compile_onig
+
+    split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
+    rx = compile_onig(pattern)
+    # (?=x)|x+ on "xx": Python finds "xx" after the empty match at 0, Oniguruma moves on and splits
+    for s in ["", "a", "ba", "bab", "aab b", "xx", "axxb", "xxyxx", "hello world  it's", " a\tb\n\nc ",
+              "ſ's 'S ab'T", "日本 語"]:
+        assert split_isolated(rx, s) == [p for p, _ in split.pre_tokenize_str(s)], (pattern, s)
+
+
+def test_ignore_merges_pieces_equal_hf(trio):
+    """Tokens that BPE of their own bytes does not reach (Llama-3 has 588): with `ignore_merges` the
+    whole piece is that token; without it, the merges decide."""
+    ours, hf, allowed = trio
+    from tltok_jit.interim_hf import merge_parts
+
+    unreached = []
+    for tok in sorted(ours.ranks, key=lambda b: (len(b), b)):
+        if len(tok) < 2 or merge_parts([tok[i:i + 1] for i in range(len(tok))], ours.merge_ranks) == [tok]:
+            continue
+        try:
+            text = tok.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if text not in allowed:
+            unreached.append(text)
+    for t in unreached[:400]:
+        assert_equal_hf(ours, hf, allowed, t)
+    assert_equal_hf(ours, hf, allowed, " ".join(unreached[:400]))

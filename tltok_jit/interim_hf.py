@@ -89,6 +89,26 @@ def _onig_spans(rx, s: str):
         yield a, e
 
 
+def split_isolated(rx, s: str) -> list[str]:
+    """`tokenizers`' Split(rx, behavior="Isolated") of `s`: every match and every gap between matches
+    is a piece, empty pieces dropped; `rx` (from `compile_onig`) sees Unicode 16 classes."""
+    q = unicode16_text(s)  # same length: the positions hold for s
+    spans = [m.span() for m in rx.finditer(q)]
+    if any(a == e for a, e in spans):  # only with an empty match does Python's iteration differ
+        spans = list(_onig_spans(rx, q))
+    out: list[str] = []
+    pos = 0
+    for a, e in spans:
+        if a > pos:
+            out.append(s[pos:a])
+        if e > a:
+            out.append(s[a:e])
+        pos = e
+    if pos < len(s):
+        out.append(s[pos:])
+    return out
+
+
 def _merge_rescan(parts: list[bytes], ranks: dict[tuple[bytes, bytes], int]) -> list[bytes]:
     while len(parts) > 1:
         best = None
@@ -167,8 +187,10 @@ class HFInterimEncoder:
         self._regex = regex
         self._bytes = [bytes([b]) for b in range(256)]
         self._missing = bytes(b for b in range(256) if bytes([b]) not in vocab)
-        # (left, right) -> rank; a repeated merge keeps the rank of its last occurrence, as in HF
-        self._merges: dict[tuple[bytes, bytes], int] = dict(zip(map(tuple, model.merges), range(len(model.merges))))
+        # (left bytes, right bytes) -> merge rank; a repeated merge keeps the rank of its last
+        # occurrence, as in HF
+        merges = model.merges
+        self.merge_ranks: dict[tuple[bytes, bytes], int] = dict(zip(map(tuple, merges), range(len(merges))))
         self._special_re: dict[frozenset, object] = {}
         self._cache: dict[bytes, tuple[int, ...]] = {}
         # decode bytes per id, as tables.compile_model lays them out
@@ -197,41 +219,22 @@ class HFInterimEncoder:
             kept = piece.translate(None, self._missing) if self._missing else piece  # lacking bytes dropped
             one = self._bytes
             vocab = self.ranks
-            ids = tuple(vocab[p] for p in merge_parts([one[b] for b in kept], self._merges))
+            ids = tuple(vocab[p] for p in merge_parts([one[b] for b in kept], self.merge_ranks))
             if len(self._cache) >= _CACHE_LIMIT:
                 self._cache.clear()
             self._cache[piece] = ids
         out.extend(ids)
 
     # -------------------------------------------------------------- one text between added tokens
-    def _split_pieces(self, s: str) -> list[str]:
-        rx = self._split
-        if rx is None:
-            return [s]
-        q = unicode16_text(s)  # same length: the positions hold for s
-        spans = [m.span() for m in rx.finditer(q)]
-        if any(a == e for a, e in spans):  # only there does Python's iteration differ from Oniguruma's
-            spans = list(_onig_spans(rx, q))
-        out: list[str] = []
-        pos = 0
-        for a, e in spans:  # Isolated: every match and every gap between matches is a piece
-            if a > pos:
-                out.append(s[pos:a])
-            if e > a:
-                out.append(s[a:e])
-            pos = e
-        if pos < len(s):
-            out.append(s[pos:])
-        return out
-
     def _segment(self, seg: str, out: list[int]) -> None:
         if self._nfc:
             seg = hf_nfc(seg)
         if not seg:
             return
         parts = _digit_pieces(seg) if self._digits else [seg]
+        rx = self._split
         for part in parts:
-            for p in self._split_pieces(part):
+            for p in (split_isolated(rx, part) if rx is not None else (part,)):
                 self._piece(p.encode("utf-8", "surrogatepass"), out)
 
     def encode_ordinary(self, text: str) -> list[int]:
