@@ -3,6 +3,8 @@ each case in a fresh process (fresh copy of the package, empty kernel cache, emp
 
     python bench/cold_start.py                     # all cases, table on stdout
     python bench/cold_start.py --out bench/results/cold_start.md
+    python bench/cold_start.py --only llama3       # only these cases: o200k-first, o200k-cli, warmup,
+                                                   # warm, llama3 (comma-separated)
 
 Cases (o200k_base from the rank file in ../shared, and Llama-3's tokenizer.json):
   first encode   import tltok_jit; get_encoding("o200k_base").encode("hello")  (wall, in a new process)
@@ -10,6 +12,10 @@ Cases (o200k_base from the rank file in ../shared, and Llama-3's tokenizer.json)
   warmup         tltok warmup (everything a tiktoken encoding uses), from an empty cache
   full speed     from the first call until the background worker has compiled every stage
   warm process   import + load + first encode with the cache filled, against tiktoken in the same run
+  Llama-3        from_file(llama3/tokenizer.json).encode("hello"), then the first `tltok encode --tokenizer`
+                 of the 10-row file, empty cache, then until the background worker is done
+Each timed process's CPU time (user + system, its own and its waited-for children's; not the
+background worker's, which runs in its own session) is in the notes.
 A case never overlaps another's background worker: each waits for the previous worker to finish.
 """
 
@@ -47,10 +53,18 @@ def _env(root: Path, pkg: Path) -> dict:
     return env
 
 
+_LAST_CPU = [0.0]  # CPU seconds of the last _run
+
+
 def _run(args: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if p.returncode != 0:
         raise RuntimeError(f"{args} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
     rss = 0.0
@@ -113,16 +127,28 @@ def _tiktoken_start(env: dict, cwd: Path) -> tuple[float, float]:
     return wall, rss
 
 
+CASES = ("o200k-first", "o200k-cli", "warmup", "warm", "llama3")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="write the table (markdown) and a JSON beside it")
     ap.add_argument("--skip-llama3", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated cases to run: " + ", ".join(CASES))
     ap.add_argument("--repeat-warm", type=int, default=3, help="warm-process runs (median)")
     a = ap.parse_args(argv)
+    only = set(filter(None, a.only.split(",")))
+    if only - set(CASES):
+        ap.error(f"--only: unknown case(s) {sorted(only - set(CASES))}; known: {', '.join(CASES)}")
+    if "warm" in only:
+        only.add("warmup")  # the warm process runs on warmup's cache
+    run = (lambda c: c in only) if only else (lambda c: c != "llama3" or not a.skip_llama3)
     rows: list[tuple[str, str, str]] = []
     raw: dict = {}
 
-    def case(label: str, seconds: float, note: str = "") -> None:
+    def case(label: str, seconds: float, note: str = "", cpu: bool = True) -> None:
+        if cpu:
+            note = f"CPU {_LAST_CPU[0]:.1f} s; " + note
         rows.append((label, f"{seconds:.1f} s", note))
         raw[label] = {"seconds": round(seconds, 2), "note": note}
         print(f"{label}: {seconds:.1f} s {note}", file=sys.stderr, flush=True)
@@ -134,60 +160,72 @@ def main(argv=None) -> int:
         _sample_parquet(sample)
 
         # 1. first encode, empty cache; then the time until the background worker is done
-        root = tmp / "c1"
-        pkg = _fresh_package(root)
-        env = _env(root, pkg)
-        code = ("import time; t0 = time.perf_counter(); import tltok_jit\n"
-                "enc = tltok_jit.get_encoding('o200k_base'); ids = enc.encode('hello')\n"
-                "print('STATE', enc.compile_state, ids, time.perf_counter() - t0)")
-        t_first = time.perf_counter()
-        wall, rss, out = _python(code, env, tmp)
-        state = out.split("STATE ", 1)[1].split()[0]
-        case("o200k: first encode, empty cache", wall, f"answered by: {state}; peak RSS {rss:.0f} MB")
-        _worker_done(root)
-        case("o200k: until every kernel is compiled (background)", time.perf_counter() - t_first,
-             "first call -> worker done")
+        if run("o200k-first"):
+            root = tmp / "c1"
+            pkg = _fresh_package(root)
+            env = _env(root, pkg)
+            code = ("import time; t0 = time.perf_counter(); import tltok_jit\n"
+                    "enc = tltok_jit.get_encoding('o200k_base'); ids = enc.encode('hello')\n"
+                    "print('STATE', enc.compile_state, ids, time.perf_counter() - t0)")
+            t_first = time.perf_counter()
+            wall, rss, out = _python(code, env, tmp)
+            state = out.split("STATE ", 1)[1].split()[0]
+            case("o200k: first encode, empty cache", wall, f"answered by: {state}; peak RSS {rss:.0f} MB")
+            _worker_done(root)
+            case("o200k: until every kernel is compiled (background)", time.perf_counter() - t_first,
+                 "first call -> worker done", cpu=False)
 
         # 2. first CLI run, empty cache
-        root = tmp / "c2"
-        pkg = _fresh_package(root)
-        env = _env(root, pkg)
-        wall, rss, out = _cli(["encode", str(sample), "-o", str(tmp / "o2.parquet"), "--encoding", "o200k_base"],
-                              env, tmp)
-        case("o200k: first `tltok encode` (10 rows), empty cache", wall, f"peak RSS {rss:.0f} MB")
-        _worker_done(root)
+        if run("o200k-cli"):
+            root = tmp / "c2"
+            pkg = _fresh_package(root)
+            env = _env(root, pkg)
+            wall, rss, out = _cli(["encode", str(sample), "-o", str(tmp / "o2.parquet"), "--encoding", "o200k_base"],
+                                  env, tmp)
+            case("o200k: first `tltok encode` (10 rows), empty cache", wall, f"peak RSS {rss:.0f} MB")
+            _worker_done(root)
 
         # 3. tltok warmup, empty cache
-        root = tmp / "c3"
-        pkg = _fresh_package(root)
-        env = _env(root, pkg)
-        wall, rss, out = _cli(["warmup", "--encoding", "o200k_base"], env, tmp)
-        case("o200k: `tltok warmup`, empty cache", wall, f"peak RSS {rss:.0f} MB")
+        if run("warmup"):
+            root = tmp / "c3"
+            pkg = _fresh_package(root)
+            env = _env(root, pkg)
+            wall, rss, out = _cli(["warmup", "--encoding", "o200k_base"], env, tmp)
+            case("o200k: `tltok warmup`, empty cache", wall, f"peak RSS {rss:.0f} MB")
 
         # 4. warm process (cache of case 3) against tiktoken
-        ours, ours_rss, theirs, theirs_rss = [], [], [], []
-        for _ in range(a.repeat_warm):
-            w, r, _o = _python("import tltok_jit; tltok_jit.get_encoding('o200k_base').encode('hello')", env, tmp)
-            ours.append(w)
-            ours_rss.append(r)
-            w, r = _tiktoken_start(env, tmp)
-            theirs.append(w)
-            theirs_rss.append(r)
-        med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-        case("o200k: warm process (import + load + encode)", med(ours),
-             f"tiktoken {med(theirs):.2f} s; peak RSS {med(ours_rss):.0f} MB vs tiktoken {med(theirs_rss):.0f} MB")
-        raw["warm"] = {"ours_s": ours, "tiktoken_s": theirs, "ours_rss_mb": ours_rss, "tiktoken_rss_mb": theirs_rss}
+        if run("warm"):
+            ours, ours_rss, theirs, theirs_rss = [], [], [], []
+            for _ in range(a.repeat_warm):
+                w, r, _o = _python("import tltok_jit; tltok_jit.get_encoding('o200k_base').encode('hello')", env, tmp)
+                ours.append(w)
+                ours_rss.append(r)
+                w, r = _tiktoken_start(env, tmp)
+                theirs.append(w)
+                theirs_rss.append(r)
+            med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+            case("o200k: warm process (import + load + encode)", med(ours),
+                 f"tiktoken {med(theirs):.2f} s; peak RSS {med(ours_rss):.0f} MB vs tiktoken {med(theirs_rss):.0f} MB",
+                 cpu=False)
+            raw["warm"] = {"ours_s": ours, "tiktoken_s": theirs, "ours_rss_mb": ours_rss, "tiktoken_rss_mb": theirs_rss}
 
-        if not a.skip_llama3 and llama.is_file():
+        if run("llama3") and llama.is_file():
             root = tmp / "c5"
             pkg = _fresh_package(root)
             env = _env(root, pkg)
-            wall, rss, _o = _python(f"import tltok_jit; tltok_jit.from_file({str(llama)!r}).encode('hello')", env, tmp)
-            case("Llama-3: first encode, empty cache", wall, f"peak RSS {rss:.0f} MB")
+            code = (f"import tltok_jit; enc = tltok_jit.from_file({str(llama)!r}); ids = enc.encode('hello')\n"
+                    "print('STATE', enc.compile_state)")
+            t_first = time.perf_counter()
+            wall, rss, out = _python(code, env, tmp)
+            state = out.split("STATE ", 1)[1].split()[0]
+            case("Llama-3: first encode, empty cache", wall, f"answered by: {state}; peak RSS {rss:.0f} MB")
             wall, rss, _o = _cli(["encode", str(sample), "-o", str(tmp / "o5.parquet"), "--tokenizer", str(llama)],
                                  env, tmp)
-            case("Llama-3: then `tltok encode` (10 rows)", wall, "same cache as the line above")
+            case("Llama-3: then `tltok encode` (10 rows)", wall,
+                 f"same cache as the line above; peak RSS {rss:.0f} MB")
             _worker_done(root)
+            case("Llama-3: until every kernel is compiled (background)", time.perf_counter() - t_first,
+                 "first call -> worker done", cpu=False)
 
     table = ["| case | wall | notes |", "|---|---:|---|"] + [f"| {a_} | {b} | {c} |" for a_, b, c in rows]
     text = "\n".join(table)

@@ -153,6 +153,14 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
     assert res["seconds"] < 15
 
 
+def test_the_two_compile_processes_cover_every_stage_once():
+    from tltok_jit import warm, warm_worker
+
+    stages = [s for half in warm_worker.HALVES for s in half]
+    assert sorted(stages) == sorted(warm.STAGES) and len(set(stages)) == len(stages)
+    assert list(warm_worker.WARMERS) == list(warm.STAGES) or set(warm_worker.WARMERS) == set(warm.STAGES)
+
+
 def test_foreground_mode_never_starts_a_worker(tmp_path):
     env = _env(tmp_path)
     env["TLTOK_COMPILE"] = "foreground"

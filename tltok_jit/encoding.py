@@ -12,7 +12,7 @@ from typing import AbstractSet, Literal
 import numba
 import numpy as np
 
-from . import interim, warm
+from . import interim, interim_hf, warm
 from .args import check_int, check_text, check_threads, token_id_array
 from .errors import DisallowedSpecialTokenError, UnknownTokenError, raise_disallowed_special_token  # noqa: F401
 from .kernels import encode as K
@@ -107,12 +107,18 @@ class Encoding:
         self._model = model
         self._use_cache = use_cache
         self._compiled_tables = compiled
-        # While the kernels are not in the cache, a tiktoken rank file is served by the exact Python
-        # encoder and a background process compiles them (see tltok_jit.warm).
+        # While the kernels are not in the cache, a tiktoken rank file or a byte-level tokenizer.json
+        # model is served by an exact Python encoder and a background process compiles them (see
+        # tltok_jit.warm); _interim_stages: the worker's stages every call of this model also needs.
         self._interim = None
         self._interim_checked = 0.0
-        if compiled is None and interim.supports(model) and warm.background_enabled() and not warm.all_ready():
-            self._interim = interim.InterimEncoder(model)
+        self._interim_stages = ("hf",) if interim_hf.needs_hf_kernels(model) else ()
+        if compiled is None and warm.background_enabled() and not warm.all_ready():
+            if interim.supports(model):
+                self._interim = interim.InterimEncoder(model)
+            elif interim_hf.supports(model):
+                self._interim = interim_hf.HFInterimEncoder(model)
+        if self._interim is not None:
             warm.start_background()
             n_vocab = len(self._interim.by_id)
         else:
@@ -162,26 +168,30 @@ class Encoding:
             return np.array([b is not None for b in self._interim.by_id], dtype=np.bool_)
         return self._compiled.valid
 
+    def _stage_ready(self, stage: str) -> bool:
+        return warm.stage_ready(stage) and all(warm.stage_ready(s) for s in self._interim_stages)
+
     def _serve_interim(self, stage: str) -> bool:
         """True: answer this call with the Python encoder (the kernels of `stage` are not ready)."""
         it = self._interim
         if it is None:
             return False
-        if warm.stage_ready(stage):
+        if self._stage_ready(stage):
             if warm.all_ready():
                 self._interim = None
             return False
         now = time.monotonic()
         if now - self._interim_checked > 1.0:
             self._interim_checked = now
-            if not warm.worker_running() and not warm.stage_ready(stage):
+            if not warm.worker_running() and not self._stage_ready(stage):
                 self._interim = None  # no worker left: compile in this process
                 return False
         return True
 
     def _interim_ids(self, text: str, allowed_special: AllowedSpecial,
-                     disallowed_special: DisallowedSpecial) -> list[int]:
-        """encode() by the Python encoder, with tiktoken's special-token rules."""
+                     disallowed_special: DisallowedSpecial, add_special_tokens: bool = False) -> list[int]:
+        """encode() by the Python encoder, with tiktoken's special-token rules (and, for tokenizer.json
+        models, the post-processor's ids around the text with add_special_tokens)."""
         check_text(text)
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         disallowed = (self.special_tokens_set - allowed) if disallowed_special == "all" else set(disallowed_special)
@@ -189,14 +199,18 @@ class Encoding:
             m = _string_finder(frozenset(disallowed)).search(text)
             if m is not None:
                 raise_disallowed_special_token(m.group())
-        return self._interim.encode(no_lone_surrogates(text), frozenset(allowed & self._special_tokens.keys()))
+        ids = self._interim.encode(no_lone_surrogates(text), frozenset(allowed & self._special_tokens.keys()))
+        if add_special_tokens and self._hf is not None:
+            ids = [*self._hf.pipe.prefix_ids, *ids, *self._hf.pipe.suffix_ids]
+        return ids
 
-    def _interim_batch(self, texts, allowed_special, disallowed_special) -> list[list[int]]:
+    def _interim_batch(self, texts, allowed_special, disallowed_special,
+                       add_special_tokens: bool = False) -> list[list[int]]:
         out = []
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"sequence item {i}: expected str instance, {type(t).__name__} found")
-            out.append(self._interim_ids(t, allowed_special, disallowed_special))
+            out.append(self._interim_ids(t, allowed_special, disallowed_special, add_special_tokens))
         return out
 
     def _interim_column(self, array, allowed_special, disallowed_special, counting: bool, large_list):
@@ -231,7 +245,7 @@ class Encoding:
                 since_check += len(t)
                 if since_check > _RECHECK_CHARS:  # the kernels may be ready by now: they take the rest
                     since_check = 0
-                    if warm.stage_ready("arrow"):
+                    if self._stage_ready("arrow"):
                         return None
                 rows.append(len(ids) if counting else ids)
             results.append(rows)
@@ -487,7 +501,8 @@ class Encoding:
         """
         check_text(text)
         if self._serve_interim("single"):
-            return np.array(self._interim_ids(text, allowed_special, disallowed_special), dtype=np.uint32)
+            return np.array(self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens),
+                            dtype=np.uint32)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
         if self._hf is not None:
             data = text_to_utf8(text)
@@ -579,7 +594,7 @@ class Encoding:
             out, n = self._encode_short(text, amask, any_allowed)
             return out[:n].tolist()
         if self._serve_interim("single"):
-            return self._interim_ids(text, allowed_special, disallowed_special)
+            return self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens)
         return self._to_list(self.encode_to_numpy(text, allowed_special=allowed_special,
                                                   disallowed_special=disallowed_special,
                                                   add_special_tokens=add_special_tokens, num_threads=num_threads))
@@ -749,7 +764,7 @@ class Encoding:
         """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel."""
         texts = texts if isinstance(texts, (list, tuple)) else list(texts)
         if self._serve_interim("rows"):
-            rows = self._interim_batch(texts, allowed_special, disallowed_special)
+            rows = self._interim_batch(texts, allowed_special, disallowed_special, add_special_tokens)
             offsets = np.zeros(len(rows) + 1, dtype=np.int64)
             np.cumsum([len(r) for r in rows], out=offsets[1:])
             return np.fromiter((i for r in rows for i in r), dtype=np.uint32, count=int(offsets[-1])), offsets
@@ -786,7 +801,7 @@ class Encoding:
         """
         if self._serve_interim("rows"):
             return self._interim_batch(texts if isinstance(texts, (list, tuple)) else list(texts),
-                                       allowed_special, disallowed_special)
+                                       allowed_special, disallowed_special, add_special_tokens)
         return self._split(*self.encode_batch_to_numpy(texts, num_threads=num_threads,
                                                        allowed_special=allowed_special,
                                                        disallowed_special=disallowed_special,

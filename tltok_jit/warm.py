@@ -3,10 +3,13 @@
 numba compiles a kernel the first time a process calls it and caches the machine code on disk
 (`kernels.jit.KERNEL_CACHE_DIR`, one folder per package version and kernel sources). Compiling the
 whole set takes minutes on a small machine, so the first process that needs kernels which are not
-in the cache starts `python -m tltok_jit.warm_worker` in the background and, for tiktoken rank files, serves
-its calls from the exact Python encoder (`interim`) until each stage is ready:
+in the cache starts `python -m tltok_jit.warm_worker` in the background and, for tiktoken rank files
+and byte-level tokenizer.json models, serves its calls from an exact Python encoder (`interim`,
+`interim_hf`) until each stage is ready:
 
     single   load the tables; encode / decode one text
+    hf       what only tokenizer.json models run: the text path around a normalizer or bytes the
+             vocabulary lacks (byte-level models with neither need nothing more than the others)
     rows     encode_batch / encode_ordinary_batch (the parallel row kernels)
     arrow    encode_arrow / count_arrow / decode_arrow
     stream   the stream encoder and decoders
@@ -31,7 +34,7 @@ import time
 
 from .kernels import jit
 
-STAGES = ("single", "rows", "arrow", "stream")
+STAGES = ("single", "hf", "rows", "arrow", "stream")
 _LOCK_NAME = "compile.lock"
 _LOG_NAME = "compile.log"
 LOCK_FD_ENV = "TLTOK_WARM_LOCK_FD"  # the worker's inherited, already locked, lock file

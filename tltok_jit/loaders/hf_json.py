@@ -956,23 +956,8 @@ class HFRuntime:
     """Runs an HFPipeline around the kernels of one Encoding."""
 
     def __init__(self, enc, pipe: HFPipeline):
-        from ..kernels.scan import PAT_WHOLE
-
         self.enc = enc
         self.pipe = pipe
-        T = enc._t
-        self.T = T
-        # PAT_WHOLE variants of the tables: one row = one piece (Python-made pieces), with the model's
-        # ignore_merges, and without it (pieces whose dropped bytes make the whole-piece lookup moot).
-        cfg = T.config
-
-        def variant(kind, ignore):
-            c = np.array([kind, ignore, cfg[2], cfg[3]], dtype=np.int64)
-            c.flags.writeable = False
-            return T._replace(config=c)
-
-        self.T_whole = variant(PAT_WHOLE, cfg[1])
-        self.T_whole_plain = variant(PAT_WHOLE, 0)
         self.missing = pipe.missing_bytes
         self.has_norm = bool(pipe.normalizers)
         # the kernel path is exact for a text when nothing below applies to it
@@ -995,6 +980,32 @@ class HFRuntime:
         self.special_ids = np.array(sorted(pipe.special_ids), dtype=np.int64)
         # whether some texts need Python around the kernels (else every path is the kernels' own)
         self.needs_python = self.always_text_path or self.has_norm or bool(self.missing)
+
+    # -------------------------------------------------------------- tables (built on first use)
+    # Lazy: while the kernels compile in the background, the Encoding answers from the Python
+    # encoder (interim_hf) and must not build its tables yet.
+    @functools.cached_property
+    def T(self):
+        return self.enc._t
+
+    def _whole_variant(self, ignore: int):
+        """The tables with PAT_WHOLE: one row = one piece (Python-made pieces)."""
+        from ..kernels.scan import PAT_WHOLE
+
+        cfg = self.T.config
+        c = np.array([PAT_WHOLE, ignore, cfg[2], cfg[3]], dtype=np.int64)
+        c.flags.writeable = False
+        return self.T._replace(config=c)
+
+    @functools.cached_property
+    def T_whole(self):
+        """PAT_WHOLE with the model's ignore_merges."""
+        return self._whole_variant(int(self.T.config[1]))
+
+    @functools.cached_property
+    def T_whole_plain(self):
+        """PAT_WHOLE without ignore_merges (pieces whose dropped bytes make the whole-piece lookup moot)."""
+        return self._whole_variant(0)
 
     # -------------------------------------------------------------- normalization
     def normalize(self, s: str) -> str:
