@@ -484,13 +484,19 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
     heads = np.zeros(nb, dtype=np.int64)
     flags = np.zeros(max(n, 1), dtype=np.uint8)
     hits = np.full((nb, 3), -1, dtype=np.int64)
-    args = (src.layout, src.bufs, src.views, off, src.vbits, src.voff, src.has_nulls, bb, rstart, T, amask,
-            any_allowed, dmask_arr, check_dis, st.byte_table(check_dis, T), counting, out, counts, heads, flags, hits)
+    tab = st.byte_table(check_dis, T)
+
+    def job(work, scratch) -> KC.ColumnJob:
+        return KC.ColumnJob(layout=src.layout, views=src.views, off=off, vbits=src.vbits, voff=src.voff,
+                            has_nulls=src.has_nulls, bb=bb, rstart=rstart, amask=amask, any_allowed=any_allowed,
+                            dmask=dmask_arr, tab=tab, counting=counting, out=out, counts=counts, heads=heads,
+                            flags=flags, hits=hits, vals=work, scratch=scratch, rule_nl=rule_nl, rule_sp=rule_sp)
+
     if n == 0:
         pass
     elif threads == 1 or nb == 1:
         cache, work = enc._serial_state()
-        KC.drive_serial(*args, cache, work, st.serial_scratch(), rule_nl, rule_sp)
+        KC.drive_serial(src.bufs, T, cache, job(work, st.serial_scratch()))
     else:
         workers = min(threads, nb)
         with parallel(workers):
@@ -498,7 +504,7 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
             scratch = st.parallel_scratch(workers)
             st.counter[0] = 0
             wbytes = np.zeros(workers, dtype=np.int64)
-            KC.drive_parallel(workers, st.counter, wbytes, *args, cache, work, scratch, rule_nl, rule_sp)
+            KC.drive_parallel(workers, st.counter, wbytes, src.bufs, T, cache, job(work, scratch))
             st.last_worker_bytes = wbytes  # diagnostics: bytes each worker took from the block queue
 
     hit_rows = np.flatnonzero(hits[:, 0] >= 0)

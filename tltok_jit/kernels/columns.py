@@ -10,6 +10,8 @@ The caller (`tltok_jit.arrow`) has checked every offset and view against its buf
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import prange
 
@@ -24,6 +26,38 @@ LAYOUT_VIEWS = 1  # string_view / binary_view
 ST_OK = 0
 ST_INVALID_UTF8 = 1
 ST_DISALLOWED = 2
+
+
+class ColumnJob(NamedTuple):
+    """One encode (or count) call over one array: what `drive_serial` / `drive_parallel` and the
+    per-block kernel read and write, by name. The front end builds it in one place and the kernels
+    pass it whole. Three arguments go beside it: the typed list of data buffers (`bufs`: numba types
+    a tuple holding a typed list in Python on every call, ~70 us, a tuple of arrays in C), the tables
+    `T` and the piece caches (numba's parallel loop takes a tuple argument apart one level only, and
+    both are tuples)."""
+
+    layout: int  # LAYOUT_OFFSETS or LAYOUT_VIEWS
+    views: np.ndarray  # int32: the 16-byte views (LAYOUT_VIEWS), else unused
+    off: np.ndarray  # int64[n + 1]: row offsets (for views: the running sum of the row lengths)
+    vbits: np.ndarray  # uint8 validity bitmap, bit voff + r for row r (read only when has_nulls)
+    voff: int
+    has_nulls: bool
+    bb: np.ndarray  # int64: block boundaries (plan_blocks)
+    rstart: np.ndarray  # int64: first row starting in each block (one more entry: n)
+    amask: np.ndarray  # bool per added token: allowed (matched and given its id)
+    any_allowed: bool
+    dmask: np.ndarray  # bool per added token: disallowed (a match is reported in hits)
+    tab: np.ndarray  # uint8[256] for the validation pass (_scan_check)
+    counting: bool  # count the ids instead of writing them
+    out: np.ndarray  # uint32: ids, each row's at the offset of its bytes
+    counts: np.ndarray  # int64 per row: its ids (the part that starts in its block)
+    heads: np.ndarray  # int64 per block: the ids of the row tail it continues
+    flags: np.ndarray  # uint8 per row: 1 = invalid UTF-8 (encoded again by the caller)
+    hits: np.ndarray  # int64[blocks, 3]: (row, byte in the row, added token) of a disallowed token, or row -1
+    vals: np.ndarray  # int64: merge work, one row per worker
+    scratch: np.ndarray  # uint32: count_span's scratch, one row per worker
+    rule_nl: bool  # the cut rules usable with these masks (column_cuts)
+    rule_sp: bool
 
 
 @njit(inline="always")
@@ -171,10 +205,32 @@ def _validate(buf, a, e, T, dmask, tab):
 
 
 @njit
-def _run_block(k, w, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask, any_allowed,
-               dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals, scratch, rule_nl, rule_sp):
+def _run_block(k, w, bufs, T, cache, job):
     """Encode (or count) block k on worker w: the tail of a row cut at bb[k] (counted in heads[k]), then
     the rows starting in [bb[k], bb[k+1]) (counts[r]), the last one up to bb[k+1]."""
+    # the fields by name, once per block
+    layout = job.layout
+    views = job.views
+    off = job.off
+    vbits = job.vbits
+    voff = job.voff
+    has_nulls = job.has_nulls
+    bb = job.bb
+    rstart = job.rstart
+    amask = job.amask
+    any_allowed = job.any_allowed
+    dmask = job.dmask
+    tab = job.tab
+    counting = job.counting
+    out = job.out
+    counts = job.counts
+    heads = job.heads
+    flags = job.flags
+    hits = job.hits
+    rule_nl = job.rule_nl
+    rule_sp = job.rule_sp
+    wv = job.vals[w]
+    ws = job.scratch[w]
     base = np.int64(off[0])
     lo = bb[k]
     hi = bb[k + 1]
@@ -182,8 +238,6 @@ def _run_block(k, w, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstar
     r1 = rstart[k + 1]
     heads[k] = 0
     hits[k, 0] = -1
-    wv = vals[w]
-    ws = scratch[w]
     buf = bufs[0]
     if r0 > 0 and np.int64(off[r0]) > lo:
         h = r0 - 1
@@ -260,9 +314,10 @@ def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv):
 
 
 @njit(parallel=True)
-def drive_parallel(nw, counter, wbytes, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask,
-                    any_allowed, dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals,
-                    scratch, rule_nl, rule_sp):
+def drive_parallel(nw, counter, wbytes, bufs, T, cache, job):
+    """Blocks taken from counter[0] (atomically) by nw workers until none is left; wbytes[w] = the
+    bytes worker w encoded."""
+    bb = job.bb
     nb = len(bb) - 1
     for c in prange(nw):
         w = np.int64(c)  # prange's index is unsigned; the serial driver passes int64 (one variant)
@@ -272,18 +327,16 @@ def drive_parallel(nw, counter, wbytes, layout, bufs, views, off, vbits, voff, h
             if k >= nb:
                 break
             wbytes[w] += bb[k + 1] - bb[k]
-            _run_block(k, w, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask,
-                       any_allowed, dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals,
-                       scratch, rule_nl, rule_sp)
+            _run_block(k, w, bufs, T, cache, job)
 
 
 @njit
-def drive_serial(layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask, any_allowed, dmask,
-                  check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals, scratch, rule_nl, rule_sp):
+def drive_serial(bufs, T, cache, job):
+    """Every block in order on worker 0, up to the first one that finds a disallowed token."""
+    bb = job.bb
+    hits = job.hits
     for k in range(len(bb) - 1):
-        _run_block(k, 0, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask, any_allowed,
-                   dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals, scratch, rule_nl,
-                   rule_sp)
+        _run_block(k, 0, bufs, T, cache, job)
         if hits[k, 0] >= 0:
             for j in range(k + 1, len(bb) - 1):
                 hits[j, 0] = -1
