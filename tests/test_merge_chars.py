@@ -20,7 +20,7 @@ from tltok_jit.kernels.trees import (F_FIRST_MB, F_L_AFTER_ASCII, F_L_AFTER_MB, 
                                      F_R_BEFORE_MB, F_REACH, merges_to_pair)
 from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
-from tltok_jit.tables import TREES_MONOTONE, TREES_SAME, compile_model
+from tltok_jit.tables import TREES_MONOTONE, TREES_SAME, compile_model, table_config
 
 from naive import naive_merge, pair_dict
 
@@ -93,7 +93,7 @@ def by_chars(T, data: bytes):
 
 def test_toy_vocabularies_are_hard_enough():
     for s, model in _MODELS.items():
-        assert _TABLES[s].config[3] == TREES_SAME | TREES_MONOTONE, s  # trained merges: monotone trees
+        assert table_config(_TABLES[s]).trees == TREES_SAME | TREES_MONOTONE, s  # trained merges: monotone trees
         assert straddling(model) >= 10, s
 
 
@@ -294,7 +294,7 @@ def test_route_on_a_vocabulary_with_non_monotone_tokens():
 
     enc, _ = _hf_pair("llama3")
     T = enc._t
-    assert T.config[3] & TREES_SAME and not T.config[3] & TREES_MONOTONE
+    assert table_config(T).trees & TREES_SAME and not table_config(T).trees & TREES_MONOTONE
     reach = (T.tok_flags & F_REACH) != 0
     assert 0 < int((reach & ((T.tok_flags & F_MONO) == 0)).sum()) < 1000
 

@@ -56,18 +56,16 @@ import weakref
 
 import numpy as np
 import pyarrow as pa
-from numba import prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
 from numba.typed import List as TypedList
 
 from .errors import ArrowRowError, UnknownTokenError, raise_disallowed_special_token
-from .kernels import encode as K
-from .kernels.jit import njit
+from .kernels import columns as KC
+from .kernels import columns_decode as KD
+from .kernels.column_cuts import all_cuts
+from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
 from .kernels.scan import PAT_CL100K, PAT_GPT2, PAT_O200K
-from .kernels.utf8 import cp_class, decode_cp
+from .tables import table_config
 from .threads import parallel, resolve_threads
-from .unicode.classes import CLS_LL, CLS_LM, CLS_LO, CLS_LT, CLS_LU, CLS_OTHER, CLS_SPACE
 
 __all__ = [
     "ArrowRowError",
@@ -86,485 +84,6 @@ BLOCKS_PER_THREAD = 8
 MAX_BLOCKS = 1 << 14
 MIN_PARALLEL_BYTES = 48 * 1024  # smaller inputs are encoded on the calling thread
 COUNT_SCRATCH = 1 << 16  # per-worker id scratch of count_arrow (spans are cut to fit when provably safe)
-
-_LAYOUT_OFFSETS = 0  # string / binary / large_*: data[off[r]:off[r+1]]
-_LAYOUT_VIEWS = 1  # string_view / binary_view
-
-ST_OK = 0
-ST_INVALID_UTF8 = 1
-ST_DISALLOWED = 2
-
-
-# ------------------------------------------------------------------------------------------------
-# kernels
-# ------------------------------------------------------------------------------------------------
-
-@intrinsic
-def _fetch_add(typingctx, arr, idx):
-    """Atomically add 1 to arr[idx] (int64) and return the old value."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and isinstance(idx, types.Integer)):
-        return None
-    sig = types.int64(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        i = context.cast(builder, args[1], signature.args[1], types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
-        one = context.get_constant(types.int64, 1)
-        return builder.atomic_rmw("add", ptr, one, "seq_cst")
-
-    return sig, codegen
-
-
-@njit(inline="always")
-def _is_valid(vbits, voff, has_nulls, r):
-    if not has_nulls:
-        return True
-    i = voff + r
-    return ((vbits[i >> 3] >> (i & 7)) & 1) != 0
-
-
-@njit(inline="always")
-def _row_src(layout, views, off, r):
-    """(index into bufs, start byte) of row r."""
-    if layout == _LAYOUT_OFFSETS:
-        return np.int64(0), np.int64(off[r])
-    ln = views[4 * r]
-    if ln <= 12:
-        return np.int64(0), np.int64(16 * r + 4)
-    return np.int64(1) + np.int64(views[4 * r + 2]), np.int64(np.uint32(views[4 * r + 3]))
-
-
-@njit(inline="always")
-def _class_before(buf, lo, q, s1, s2):
-    """Class of the character that ends at byte q (exclusive), q > lo; lo is the first byte of the text.
-
-    A non-continuation byte always starts a character in the forward decoding (decode_cp never
-    consumes one as a continuation), so the character ending at q starts at the last non-continuation
-    byte before q when that byte decodes to exactly [s, q); otherwise byte q-1 is a stray continuation
-    byte, a one-byte OTHER character."""
-    j = q - 1
-    b = buf[j]
-    if b < 0x80:
-        return np.int64(cp_class(np.int64(b), s1, s2))
-    s = j
-    while s > lo and (buf[s] & 0xC0) == 0x80 and j - s < 3:
-        s -= 1
-    if (buf[s] & 0xC0) == 0x80:
-        return np.int64(CLS_OTHER)
-    cp, n = decode_cp(buf, s, q)
-    if s + n == q:
-        return np.int64(cp_class(cp, s1, s2))
-    return np.int64(CLS_OTHER)
-
-
-@njit(inline="always")
-def _is_letter(c):
-    return c == CLS_LU or c == CLS_LL or c == CLS_LT or c == CLS_LM or c == CLS_LO
-
-
-@njit
-def _find_cut(buf, lo, hi, start, stop, s1, s2, rule_nl, rule_sp):
-    """First position p in [start, stop) that is a proven piece boundary of the text buf[lo:hi]
-    (lo < p < hi), or -1. See `find_cuts` for the rules and their proof."""
-    p = max(start, lo + 2)
-    stop = min(stop, hi)
-    while p < stop:
-        b = buf[p]
-        if rule_sp and b == 0x20:
-            if _is_letter(_class_before(buf, lo, p, s1, s2)):
-                return p
-        elif rule_nl and buf[p - 1] == 0x0A and b != 0x2F:
-            cp, n = decode_cp(buf, p, hi)
-            if cp_class(cp, s1, s2) != CLS_SPACE and _class_before(buf, lo, p - 1, s1, s2) != CLS_SPACE:
-                return p
-        p += 1
-    return np.int64(-1)
-
-
-@njit
-def _all_cuts(buf, lo, hi, s1, s2, rule_nl, rule_sp):
-    out = np.empty(max(hi - lo, 0), dtype=np.int64)
-    m = 0
-    p = lo
-    while True:
-        c = _find_cut(buf, lo, hi, p, hi, s1, s2, rule_nl, rule_sp)
-        if c < 0:
-            break
-        out[m] = c
-        m += 1
-        p = c + 1
-    return out[:m]
-
-
-@njit
-def _plan(layout, bufs, views, off, n, vbits, voff, has_nulls, target, max_blocks, s1, s2, rule_nl, rule_sp):
-    """Block boundaries (virtual byte positions, strictly increasing, first off[0], last off[n]): about
-    every `target` bytes, at a row start, or inside a long valid row at a proven piece boundary."""
-    base = np.int64(off[0])
-    endv = np.int64(off[n])
-    bb = np.empty(max_blocks + 1, dtype=np.int64)
-    bb[0] = base
-    m = 1
-    t = base + target
-    while t < endv and m < max_blocks:
-        lo = bb[m - 1]
-        r = np.searchsorted(off, t, side="right") - 1
-        rs = np.int64(off[r])
-        re = np.int64(off[r + 1])
-        cand = np.int64(-1)
-        if rs == t:
-            cand = t
-        elif (rule_nl or rule_sp) and re - rs > target // 4 and _is_valid(vbits, voff, has_nulls, r):
-            bi, ps = _row_src(layout, views, off, r)
-            buf = bufs[bi]
-            c = _find_cut(buf, ps, ps + (re - rs), ps + (t - rs), ps + (min(re, t + target) - rs),
-                          s1, s2, rule_nl, rule_sp)
-            if c >= 0:
-                cand = rs + (c - ps)
-        if cand < 0:
-            cand = rs if rs > lo else re
-        if cand > lo and cand < endv:
-            bb[m] = cand
-            m += 1
-        t += target
-    bb[m] = endv
-    return bb[: m + 1].copy()
-
-
-@njit
-def _count_span(buf, a, e, T, amask, any_allowed, cache, w, vals, scratch, rule_nl, rule_sp):
-    """Number of ids of buf[a:e] without keeping them: the span is encoded piecewise into the worker's
-    scratch, cut at proven piece boundaries (`find_cuts`) about every len(scratch) bytes; a stretch
-    with no cut is encoded into a temporary array of its size."""
-    S = len(scratch)
-    s1 = T.stage1
-    s2 = T.stage2
-    cnt = np.int64(0)
-    pos = a
-    while pos < e:
-        stop = e
-        if e - pos > S:
-            c = np.int64(-1)
-            if rule_nl or rule_sp:
-                c = _find_cut(buf, pos, e, pos + S // 2, pos + S, s1, s2, rule_nl, rule_sp)
-                if c < 0:
-                    c = _find_cut(buf, pos, e, pos + S, e, s1, s2, rule_nl, rule_sp)
-            if c > pos:
-                stop = c
-        if stop - pos <= S:
-            cnt += K.encode_span(buf, pos, stop, T, amask, any_allowed, scratch, 0, cache, w, vals)
-        else:
-            tmp = np.empty(stop - pos, dtype=np.uint32)
-            cnt += K.encode_span(buf, pos, stop, T, amask, any_allowed, tmp, 0, cache, w, vals)
-        pos = stop
-    return cnt
-
-
-@njit(inline="always")
-def _scan_check(buf, i, e, tab):
-    """From i, the first byte the validation must look at: (1, pos) for an invalid UTF-8 sequence,
-    (2, pos) for a byte that may start a checked added token (tab bit 2), or (0, e). Plain ASCII is
-    skipped 8 bytes at a time (tab[b] == 0)."""
-    while i < e:
-        while i + 8 <= e:
-            if (tab[buf[i]] | tab[buf[i + 1]] | tab[buf[i + 2]] | tab[buf[i + 3]] | tab[buf[i + 4]]
-                    | tab[buf[i + 5]] | tab[buf[i + 6]] | tab[buf[i + 7]]) != 0:
-                break
-            i += 8
-        if i >= e:
-            break
-        x = tab[buf[i]]
-        if x == 0:
-            i += 1
-            continue
-        if x & 2:
-            return np.int64(2), np.int64(i)
-        cp, n = decode_cp(buf, i, e)
-        if n == 1:
-            return np.int64(1), np.int64(i)
-        i += n
-    return np.int64(0), np.int64(e)
-
-
-@njit
-def _check_from(buf, i, e, T, dmask, tab):
-    """The slow part of `_validate`, from a possible token start at i: (status, position, token index)."""
-    while True:
-        t, ln = K.match_added(buf, i, e, T, dmask)
-        if t >= 0:
-            return np.int64(ST_DISALLOWED), np.int64(i), np.int64(t)
-        if buf[i] < 0x80:
-            i += 1
-        else:
-            cp, n = decode_cp(buf, i, e)
-            if n == 1:
-                return np.int64(ST_INVALID_UTF8), np.int64(i), np.int64(-1)
-            i += n
-        k, p = _scan_check(buf, i, e, tab)
-        if k == 0:
-            return np.int64(ST_OK), np.int64(-1), np.int64(-1)
-        if k == 1:
-            return np.int64(ST_INVALID_UTF8), p, np.int64(-1)
-        i = p
-
-
-@njit(inline="always")
-def _validate(buf, a, e, T, dmask, tab):
-    """(status, byte position, token index) of buf[a:e]: ST_OK, ST_INVALID_UTF8 at a position, or
-    ST_DISALLOWED (an added token flagged in dmask starts there). T is only touched on a candidate
-    token start: passing the tables tuple costs a reference-count update per field."""
-    k, p = _scan_check(buf, a, e, tab)
-    if k == 0:
-        return np.int64(ST_OK), np.int64(-1), np.int64(-1)
-    if k == 1:
-        return np.int64(ST_INVALID_UTF8), p, np.int64(-1)
-    return _check_from(buf, p, e, T, dmask, tab)
-
-
-@njit
-def _run_block(k, w, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask, any_allowed,
-               dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals, scratch, rule_nl, rule_sp):
-    """Encode (or count) block k on worker w: the tail of a row cut at bb[k] (counted in heads[k]), then
-    the rows starting in [bb[k], bb[k+1]) (counts[r]), the last one up to bb[k+1]."""
-    base = np.int64(off[0])
-    lo = bb[k]
-    hi = bb[k + 1]
-    r0 = rstart[k]
-    r1 = rstart[k + 1]
-    heads[k] = 0
-    hits[k, 0] = -1
-    wv = vals[w]
-    ws = scratch[w]
-    buf = bufs[0]
-    if r0 > 0 and np.int64(off[r0]) > lo:
-        h = r0 - 1
-        hs = np.int64(off[h])
-        bi, ps = _row_src(layout, views, off, h)
-        if layout != _LAYOUT_OFFSETS:
-            buf = bufs[bi]
-        a = ps + (lo - hs)
-        e = ps + (min(np.int64(off[r0]), hi) - hs)
-        st, v, t = _validate(buf, a, e, T, dmask, tab)
-        if st == ST_OK:
-            if counting:
-                heads[k] = _count_span(buf, a, e, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
-            else:
-                heads[k] = K.encode_span(buf, a, e, T, amask, any_allowed, out, lo - base, cache, w, wv) - (lo - base)
-        elif st == ST_INVALID_UTF8:
-            flags[h] = 1
-        else:
-            hits[k, 0] = h
-            hits[k, 1] = v - ps
-            hits[k, 2] = t
-            return
-    # Rows of one buffer without added-token matching are encoded SPAN_BATCH at a time (one kernel
-    # setup per batch instead of per row: that setup costs as much as a short string).
-    batch = not counting and not any_allowed and layout == _LAYOUT_OFFSETS
-    spans = np.empty(3 * K.SPAN_BATCH if batch else 0, dtype=np.int64)
-    rows = np.empty(K.SPAN_BATCH if batch else 0, dtype=np.int64)
-    ns = 0
-    for r in range(r0, r1):
-        counts[r] = 0
-        if not _is_valid(vbits, voff, has_nulls, r):
-            continue
-        s = np.int64(off[r])
-        en = min(np.int64(off[r + 1]), hi)
-        if en <= s:
-            continue
-        bi, ps = _row_src(layout, views, off, r)
-        if layout != _LAYOUT_OFFSETS:
-            buf = bufs[bi]
-        pe = ps + (en - s)
-        st, v, t = _validate(buf, ps, pe, T, dmask, tab)
-        if st == ST_OK:
-            if batch:
-                spans[3 * ns] = ps
-                spans[3 * ns + 1] = pe
-                spans[3 * ns + 2] = s - base
-                rows[ns] = r
-                ns += 1
-                if ns == K.SPAN_BATCH:
-                    _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
-                    ns = 0
-            elif counting:
-                counts[r] = _count_span(buf, ps, pe, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
-            else:
-                counts[r] = K.encode_span(buf, ps, pe, T, amask, any_allowed, out, s - base, cache, w, wv) - (s - base)
-        elif st == ST_INVALID_UTF8:
-            flags[r] = 1
-        else:
-            _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
-            hits[k, 0] = r
-            hits[k, 1] = v - ps
-            hits[k, 2] = t
-            return
-    _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
-
-
-@njit
-def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv):
-    if ns == 0:
-        return
-    K.encode_ordinary_spans(buf, spans, ns, T, out, cache, w, wv)
-    for j in range(ns):
-        counts[rows[j]] = spans[3 * j + 2]
-
-
-@njit(parallel=True)
-def _drive_parallel(nw, counter, wbytes, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask,
-                    any_allowed, dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals,
-                    scratch, rule_nl, rule_sp):
-    nb = len(bb) - 1
-    for c in prange(nw):
-        w = np.int64(c)  # prange's index is unsigned; the serial driver passes int64 (one variant)
-        wbytes[w] = 0
-        while True:
-            k = _fetch_add(counter, 0)
-            if k >= nb:
-                break
-            wbytes[w] += bb[k + 1] - bb[k]
-            _run_block(k, w, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask,
-                       any_allowed, dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals,
-                       scratch, rule_nl, rule_sp)
-
-
-@njit
-def _drive_serial(layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask, any_allowed, dmask,
-                  check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals, scratch, rule_nl, rule_sp):
-    for k in range(len(bb) - 1):
-        _run_block(k, 0, layout, bufs, views, off, vbits, voff, has_nulls, bb, rstart, T, amask, any_allowed,
-                   dmask, check_dis, tab, counting, out, counts, heads, flags, hits, cache, vals, scratch, rule_nl,
-                   rule_sp)
-        if hits[k, 0] >= 0:
-            for j in range(k + 1, len(bb) - 1):
-                hits[j, 0] = -1
-            return
-
-
-@njit
-def _compact(out, off, bb, rstart, n, counts, heads, flags, new_off):
-    """Pack each row's parts (written at the offsets of their bytes) to the front of `out`, in place
-    (every move goes left). Rows flagged in `flags` come out empty. Returns the number of ids."""
-    base = np.int64(off[0])
-    cur = np.int64(0)
-    for k in range(len(bb) - 1):
-        r0 = rstart[k]
-        r1 = rstart[k + 1]
-        hc = heads[k]
-        if hc > 0 and flags[r0 - 1] == 0:
-            src = bb[k] - base
-            if src != cur:
-                for j in range(hc):
-                    out[cur + j] = out[src + j]
-            cur += hc
-        for r in range(r0, r1):
-            new_off[r] = cur
-            c = counts[r]
-            if c > 0 and flags[r] == 0:
-                src = np.int64(off[r]) - base
-                if src != cur:
-                    for j in range(c):
-                        out[cur + j] = out[src + j]
-                cur += c
-    new_off[n] = cur
-    return cur
-
-
-@njit
-def _row_totals(counts, heads, rstart, flags, n):
-    tot = counts[:n].copy()
-    for k in range(len(heads)):
-        if heads[k] > 0:
-            tot[rstart[k] - 1] += heads[k]
-    for r in range(n):
-        if flags[r] != 0:
-            tot[r] = 0
-    return tot
-
-
-@njit
-def _splice(vals, off, rows, rvals, roff, out_vals, out_off):
-    """Rows `rows` (sorted) take rvals[roff[j]:roff[j+1]]; the others keep vals[off[r]:off[r+1]]."""
-    n = len(off) - 1
-    p = 0
-    j = 0
-    for r in range(n):
-        out_off[r] = p
-        if j < len(rows) and rows[j] == r:
-            for x in range(roff[j], roff[j + 1]):
-                out_vals[p] = rvals[x]
-                p += 1
-            j += 1
-        else:
-            for x in range(off[r], off[r + 1]):
-                out_vals[p] = vals[x]
-                p += 1
-    out_off[n] = p
-
-
-# ---- decoding -----------------------------------------------------------------------------------
-
-@njit(parallel=True)
-def _decode_lengths(ids, loff, n, vbits, voff, has_nulls, tok_offsets, valid, lens, bad):
-    """lens[r] = bytes of row r; bad[r] = position (in the row) of its first unknown id, or -1."""
-    nv = len(valid)
-    for r in prange(n):
-        lens[r] = 0
-        bad[r] = -1
-        if not _is_valid(vbits, voff, has_nulls, r):
-            continue
-        a = np.int64(loff[r])
-        b = np.int64(loff[r + 1])
-        tot = np.int64(0)
-        for i in range(a, b):
-            t = np.int64(ids[i])
-            if t < 0 or t >= nv or not valid[t]:
-                bad[r] = i - a
-                break
-            tot += tok_offsets[t + 1] - tok_offsets[t]
-        lens[r] = tot
-
-
-@njit(parallel=True)
-def _decode_gather(ids, loff, n, vbits, voff, has_nulls, tok_bytes, tok_offsets, out_off, out, flags):
-    """Write row r's bytes at out[out_off[r]:]; flags[r] = 1 if they are not valid UTF-8."""
-    for r in prange(n):
-        flags[r] = 0
-        if not _is_valid(vbits, voff, has_nulls, r):
-            continue
-        p = out_off[r]
-        for i in range(np.int64(loff[r]), np.int64(loff[r + 1])):
-            t = np.int64(ids[i])
-            for x in range(tok_offsets[t], tok_offsets[t + 1]):
-                out[p] = tok_bytes[x]
-                p += 1
-        i = out_off[r]
-        e = out_off[r + 1]
-        while i < e:
-            if out[i] < 0x80:
-                i += 1
-                continue
-            cp, n1 = decode_cp(out, i, e)
-            if n1 == 1:
-                flags[r] = 1
-                break
-            i += n1
-
-
-@njit
-def _utf8_error_at(buf, a, e):
-    i = a
-    while i < e:
-        if buf[i] < 0x80:
-            i += 1
-            continue
-        cp, n = decode_cp(buf, i, e)
-        if n == 1:
-            return i - a
-        i += n
-    return np.int64(-1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -693,7 +212,7 @@ class _Source:
             self.voff = 0
             self.has_nulls = False
         if pa.types.is_null(t):
-            self.layout = _LAYOUT_OFFSETS
+            self.layout = LAYOUT_OFFSETS
             self.off = _view(None, np.int64, 0, n + 1) if n == 0 else np.zeros(n + 1, dtype=np.int64)
             self.off.flags.writeable = False
             self.views = _EMPTY_I32
@@ -701,7 +220,7 @@ class _Source:
             return
         view_types = [p for p in ("is_string_view", "is_binary_view") if hasattr(pa.types, p)]
         if any(getattr(pa.types, p)(t) for p in view_types):
-            self.layout = _LAYOUT_VIEWS
+            self.layout = LAYOUT_VIEWS
             views_u8 = _view(bufs[1], np.uint8, 16 * arr.offset, 16 * n)
             views = views_u8.view(np.int32) if n else _EMPTY_I32
             lens = np.asarray(views[0::4], dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
@@ -719,7 +238,7 @@ class _Source:
             return
         large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
         odt = np.int64 if large else np.int32
-        self.layout = _LAYOUT_OFFSETS
+        self.layout = LAYOUT_OFFSETS
         self.off = _view(bufs[1], odt, arr.offset, n + 1)
         if n == 0:
             self.off = np.zeros(1, dtype=odt)
@@ -731,7 +250,7 @@ class _Source:
 
     def row_bytes(self, r: int) -> bytes:
         o0, o1 = int(self.off[r]), int(self.off[r + 1])
-        if self.layout == _LAYOUT_OFFSETS:
+        if self.layout == LAYOUT_OFFSETS:
             return self.bufs[0][o0:o1].tobytes()
         ln = int(self.views[4 * r])
         if ln <= 12:
@@ -791,7 +310,7 @@ class _State:
         for i, c in enumerate(added):
             self.tok_nl_inner[i] = b"\n" in c[:-1]
             self.tok_sp_inner[i] = b" " in c[1:]
-        self.splittable = int(enc._t.config[K.CFG_PATTERN]) in (PAT_GPT2, PAT_CL100K, PAT_O200K)
+        self.splittable = table_config(enc._t).pattern_kind in (PAT_GPT2, PAT_CL100K, PAT_O200K)
         self.counter = np.zeros(1, dtype=np.int64)
         self.local = threading.local()
         self.scratch = np.zeros((1, COUNT_SCRATCH), dtype=np.uint32)
@@ -915,7 +434,7 @@ def find_cuts(enc, text: str | bytes, *, rule_nl: bool = True, rule_sp: bool = T
     st = _state(enc)
     if not st.splittable:
         return []
-    return _all_cuts(buf, 0, len(data), enc._t.stage1, enc._t.stage2, rule_nl, rule_sp).tolist()
+    return all_cuts(buf, 0, len(data), enc._t.stage1, enc._t.stage2, rule_nl, rule_sp).tolist()
 
 
 class _Result:
@@ -951,7 +470,7 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
     max_blocks = min(MAX_BLOCKS, max(1, -(-total // target)) + 1)
     rule_nl, rule_sp = st.rules((amask if any_allowed else None, dmask_arr if check_dis else None))
     if max_blocks > 1 and n:
-        bb = _plan(src.layout, src.bufs, src.views, off, n, src.vbits, src.voff, src.has_nulls, target,
+        bb = KC.plan_blocks(src.layout, src.bufs, src.views, off, n, src.vbits, src.voff, src.has_nulls, target,
                    max_blocks, T.stage1, T.stage2, rule_nl, rule_sp)
     else:
         bb = np.array([int(off[0]) if n else 0, int(off[n]) if n else 0], dtype=np.int64)
@@ -965,13 +484,19 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
     heads = np.zeros(nb, dtype=np.int64)
     flags = np.zeros(max(n, 1), dtype=np.uint8)
     hits = np.full((nb, 3), -1, dtype=np.int64)
-    args = (src.layout, src.bufs, src.views, off, src.vbits, src.voff, src.has_nulls, bb, rstart, T, amask,
-            any_allowed, dmask_arr, check_dis, st.byte_table(check_dis, T), counting, out, counts, heads, flags, hits)
+    tab = st.byte_table(check_dis, T)
+
+    def job(work, scratch) -> KC.ColumnJob:
+        return KC.ColumnJob(layout=src.layout, views=src.views, off=off, vbits=src.vbits, voff=src.voff,
+                            has_nulls=src.has_nulls, bb=bb, rstart=rstart, amask=amask, any_allowed=any_allowed,
+                            dmask=dmask_arr, tab=tab, counting=counting, out=out, counts=counts, heads=heads,
+                            flags=flags, hits=hits, vals=work, scratch=scratch, rule_nl=rule_nl, rule_sp=rule_sp)
+
     if n == 0:
         pass
     elif threads == 1 or nb == 1:
         cache, work = enc._serial_state()
-        _drive_serial(*args, cache, work, st.serial_scratch(), rule_nl, rule_sp)
+        KC.drive_serial(src.bufs, T, cache, job(work, st.serial_scratch()))
     else:
         workers = min(threads, nb)
         with parallel(workers):
@@ -979,7 +504,7 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
             scratch = st.parallel_scratch(workers)
             st.counter[0] = 0
             wbytes = np.zeros(workers, dtype=np.int64)
-            _drive_parallel(workers, st.counter, wbytes, *args, cache, work, scratch, rule_nl, rule_sp)
+            KC.drive_parallel(workers, st.counter, wbytes, src.bufs, T, cache, job(work, scratch))
             st.last_worker_bytes = wbytes  # diagnostics: bytes each worker took from the block queue
 
     hit_rows = np.flatnonzero(hits[:, 0] >= 0)
@@ -991,7 +516,7 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
             r = int(bad_rows[0])
             if r < first_hit:
                 data = src.row_bytes(r)
-                pos = _utf8_error_at(np.frombuffer(data, dtype=np.uint8), 0, len(data))
+                pos = KD.utf8_error_at(np.frombuffer(data, dtype=np.uint8), 0, len(data))
                 raise ArrowRowError(f"row {row_base + r}: invalid UTF-8 at byte {pos} "
                                     f"({data[max(pos - 8, 0):pos + 8]!r}); pass errors='replace' to encode "
                                     f"it as bytes.decode('utf-8', 'replace') would", row_base + r)
@@ -1018,7 +543,7 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
             raise ArrowRowError(f"row {row_base + r}: {e}", row_base + r) from None
 
     if counting:
-        tot = _row_totals(counts, heads, rstart, flags, n)[:n] if n else np.zeros(0, dtype=np.int64)
+        tot = KC.row_totals(counts, heads, rstart, flags, n)[:n] if n else np.zeros(0, dtype=np.int64)
         if rep is not None:
             tot[bad_rows] = rep.counts
         return _Result(None, None, tot, src)
@@ -1027,7 +552,7 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
     use_large = _want_large(n_ids, large_list)
     new_off = np.empty(n + 1, dtype=np.int64 if use_large else np.int32)
     if n:
-        n_ids = int(_compact(out, off, bb, rstart, n, counts, heads, flags, new_off))
+        n_ids = int(KC.compact(out, off, bb, rstart, n, counts, heads, flags, new_off))
     else:
         new_off[0] = 0
     out.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
@@ -1038,7 +563,7 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
         use_large = _want_large(total_ids, large_list)
         ids2 = np.empty(max(total_ids, 1), dtype=np.uint32)
         off2 = np.empty(n + 1, dtype=np.int64 if use_large else np.int32)
-        _splice(ids, new_off, bad_rows.astype(np.int64), rep.ids, rep.offsets, ids2, off2)
+        KC.splice(ids, new_off, bad_rows.astype(np.int64), rep.ids, rep.offsets, ids2, off2)
         ids, new_off = ids2[:total_ids], off2
     return _Result(ids, new_off, None, src)
 
@@ -1215,7 +740,7 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     bad = np.empty(max(n, 1), dtype=np.int64)
     with parallel(min(threads, max(n, 1))):
         if n:
-            _decode_lengths(ids, loff, n, vbits, voff, has_nulls, toffs, valid, lens, bad)
+            KD.decode_lengths(ids, loff, n, vbits, voff, has_nulls, toffs, valid, lens, bad)
         bad_rows = np.flatnonzero(bad[:n] >= 0)
         if len(bad_rows):
             r = int(bad_rows[0])
@@ -1228,13 +753,13 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
         out = np.empty(max(total, 1), dtype=np.uint8)
         flags = np.zeros(max(n, 1), dtype=np.uint8)
         if n:
-            _decode_gather(ids, loff, n, vbits, voff, has_nulls, tbytes, toffs, out_off, out, flags)
+            KD.decode_gather(ids, loff, n, vbits, voff, has_nulls, tbytes, toffs, out_off, out, flags)
     bad_rows = np.flatnonzero(flags[:n])
     if len(bad_rows):
         if errors == "strict":
             r = int(bad_rows[0])
             data = out[out_off[r]:out_off[r + 1]]
-            pos = int(_utf8_error_at(data, 0, len(data)))
+            pos = int(KD.utf8_error_at(data, 0, len(data)))
             raise ArrowRowError(f"row {row_base + r}: the ids decode to invalid UTF-8 (byte {pos}); "
                                 "pass errors='replace'", row_base + r)
         fixed = [out[out_off[r]:out_off[r + 1]].tobytes().decode("utf-8", "replace").encode("utf-8")
@@ -1245,7 +770,7 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
         new_total = total + int(roff[-1]) - int((out_off[bad_rows + 1] - out_off[bad_rows]).sum())
         out2 = np.empty(max(new_total, 1), dtype=np.uint8)
         off2 = np.empty(n + 1, dtype=np.int64)
-        _splice(out, out_off, bad_rows.astype(np.int64), rvals, roff, out2, off2)
+        KC.splice(out, out_off, bad_rows.astype(np.int64), rvals, roff, out2, off2)
         out, out_off, total = out2, off2, new_total
     validity = None
     null_count = 0

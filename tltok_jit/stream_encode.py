@@ -172,7 +172,7 @@ from .kernels import stream_encode as K
 from .kernels.trees import F_REACH
 from .unicode.classes import CLS_OTHER as _CLS_OTHER
 from .stream_normalize import NormalizingSplitter
-from .tables import TREES_MONOTONE, TREES_SAME
+from .tables import TREES_MONOTONE, TREES_SAME, table_config
 from .text import text_to_utf8
 
 __all__ = ["StreamEncoder", "LONG_MIN"]
@@ -269,7 +269,7 @@ def long_tables(enc) -> K.LongTables:
         nodes = int(K.rev_trie_nodes(T.tok_bytes, T.tok_offsets, order))
         rt_token, rt_keys, rt_child = K.build_rev_trie(T.tok_bytes, T.tok_offsets, ordinary,
                                                        _pow2_at_least(2 * nodes + 2))
-        trees = int(T.config[3])  # the merge trees were built with the tables (tables._merge_trees)
+        trees = table_config(T).trees  # the merge trees were built with the tables (tables._merge_trees)
         if not trees & TREES_SAME:
             raise RuntimeError("stream encoder: the merge trees disagree with merge_symbols")
         # writable copies: the kernels are compiled for these array types (as _DUMMY_LT's)
@@ -290,7 +290,7 @@ class StreamEncoder:
         self._enc = enc
         self._T = enc._t
         name = getattr(enc, "name", enc)
-        kind = int(self._T.config[_enc_k.CFG_PATTERN])
+        kind = table_config(self._T).pattern_kind
         hf = getattr(enc, "_hf", None)
         pipe = None if hf is None or _normalized else hf.pipe
         if pipe is not None:

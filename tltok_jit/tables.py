@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
+from typing import NamedTuple
 import numpy as np
 
 from .kernels.hashing import BLOOM_BITS_PER_PAIR, MAX_PAIR_ID, MAX_PAIR_RANK, SHORT_WORDS, aligned_zeros, build_pair_bloom, build_vocab_table, count_short, fill_short_table, insert_pairs, rank_splits
@@ -27,6 +28,7 @@ from .kernels.scan import (
     PAT_WHOLE,
 )
 from . import table_cache
+from .kernels.encode import CFG_IGNORE_MERGES, CFG_PATTERN, CFG_TREES, CFG_USE_CACHE
 from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
 from .unicode import class_tables
@@ -69,8 +71,39 @@ def class_tables_for(kind: str):
     return class_tables()
 
 
-TREES_SAME = 1  # config[3]: the merge trees agree with the merge kernel (merge_chars may be used)
-TREES_MONOTONE = 2  # config[3]: every token's own merges come in non-decreasing rank order
+TREES_SAME = 1  # TableConfig.trees: the merge trees agree with the merge kernel (merge_chars may be used)
+TREES_MONOTONE = 2  # TableConfig.trees: every token's own merges come in non-decreasing rank order
+
+
+class TableConfig(NamedTuple):
+    """`Tables.config` by name. The kernels read the int64 array at its `kernels.encode.CFG_*` slots;
+    Python code reads it with `table_config` and makes one with `TableConfig(...).array()`."""
+
+    pattern_kind: int  # the scanner: kernels.scan PAT_*
+    ignore_merges: bool  # a piece that is a token is that token (ModelDescription.ignore_merges)
+    use_cache: bool  # the per-worker piece caches are used
+    trees: int  # TREES_* bits
+
+    def array(self) -> np.ndarray:
+        """The read-only int64 array the kernels read."""
+        c = np.zeros(4, dtype=np.int64)
+        c[CFG_PATTERN] = self.pattern_kind
+        c[CFG_IGNORE_MERGES] = int(self.ignore_merges)
+        c[CFG_USE_CACHE] = int(self.use_cache)
+        c[CFG_TREES] = self.trees
+        c.flags.writeable = False
+        return c
+
+
+def table_config(T: Tables) -> TableConfig:
+    """The config of tables `T` by name."""
+    c = T.config
+    return TableConfig(int(c[CFG_PATTERN]), bool(c[CFG_IGNORE_MERGES]), bool(c[CFG_USE_CACHE]), int(c[CFG_TREES]))
+
+
+def with_config(T: Tables, **changes) -> Tables:
+    """`T` with some config fields replaced (e.g. `pattern_kind=PAT_WHOLE`); the arrays are shared."""
+    return T._replace(config=table_config(T)._replace(**changes).array())
 
 
 def _merge_trees(tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, byte_level: bool):
@@ -296,8 +329,8 @@ def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
     char_bpe, tok_flags, crank, split_l, split_r, trees = _merge_trees(
         tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, not model.char_level)
     unreach_filter = unreachable_filter(by_id, ordinary & ((tok_flags & F_REACH) == 0))
-    config = np.array([PATTERN_KINDS[model.pattern_kind], int(model.ignore_merges), int(use_cache), trees],
-                      dtype=np.int64)
+    config = TableConfig(pattern_kind=PATTERN_KINDS[model.pattern_kind], ignore_merges=model.ignore_merges,
+                         use_cache=use_cache, trees=trees).array()
     made = rank_ids >= 0
     if np.array_equal(rank_ids[made], np.flatnonzero(made)):
         # every merge of rank r makes token r (tiktoken files): an empty table tells pair_lookup so,

@@ -333,3 +333,23 @@ def stack_array(typingctx, n, dtype):
         return ary._getvalue()
 
     return sig, codegen
+
+
+@numba.extending.intrinsic
+def fetch_add(typingctx, arr, idx):
+    """Atomically add 1 to arr[idx] (int64) and return the old value: the block queue that workers
+    of the column kernels take work from."""
+    if not (isinstance(arr, numba.types.Array) and arr.dtype == numba.types.int64
+            and isinstance(idx, numba.types.Integer)):
+        return None
+    sig = numba.types.int64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        i = context.cast(builder, args[1], signature.args[1], numba.types.intp)
+        ptr = numba.core.cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
+        one = context.get_constant(numba.types.int64, 1)
+        return builder.atomic_rmw("add", ptr, one, "seq_cst")
+
+    return sig, codegen

@@ -19,35 +19,14 @@ for the caller to encode on the single-text path.
 from __future__ import annotations
 
 import numpy as np
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from . import sentencepiece as S
-from .jit import borrow, njit
+from .jit import borrow, fetch_add, njit
 
 ST_OK = 0
 ST_INVALID_UTF8 = 1
 ST_OVERFLOW = 2
 SEGMENT_START = 1024  # characters of one BPE segment the work space holds at first (grown on demand)
-
-
-@intrinsic
-def _fetch_add(typingctx, arr, idx):
-    """Atomically add 1 to arr[idx] (int64) and return the old value."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and isinstance(idx, types.Integer)):
-        return None
-    sig = types.int64(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        i = context.cast(builder, args[1], signature.args[1], types.intp)
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [i], wraparound=False)
-        one = context.get_constant(types.int64, 1)
-        return builder.atomic_rmw("add", ptr, one, "seq_cst")
-
-    return sig, codegen
 
 
 @njit
@@ -189,7 +168,7 @@ def encode_rows(w, counter, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, co
     cache (ck[w], ...). One worker with counter[0] = 0 encodes every block."""
     nb = bounds.shape[0] - 1
     while True:
-        k = _fetch_add(counter, 0)
+        k = fetch_add(counter, 0)
         if k >= nb:
             break
         _run_block(k, w, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, counting,
