@@ -24,7 +24,7 @@ from .model import ModelDescription
 from .pandas_io import is_pandas_series
 from .pylist import IntObjects
 from .recipe import abspath, cached
-from .tables import compile_model
+from .tables import compile_model, table_config
 from .text import KERNEL_UTF8_MIN, load_text_kernels, no_lone_surrogates, read_only, text_to_buf, text_to_utf8  # noqa: F401
 from .threads import parallel, resolve_threads
 
@@ -962,9 +962,10 @@ class Encoding:
         from .unstable import encode_with_unstable
 
         t = self._t
+        kind = table_config(t).pattern_kind
 
         def split(buf: np.ndarray) -> np.ndarray:
-            return piece_ends(int(t.config[0]), buf, 0, len(buf), t.stage1, t.stage2)
+            return piece_ends(kind, buf, 0, len(buf), t.stage1, t.stage2)
 
         if self._sorted_tokens is None:
             self._sorted_tokens = sorted(self._model.vocab)

@@ -988,24 +988,24 @@ class HFRuntime:
     def T(self):
         return self.enc._t
 
-    def _whole_variant(self, ignore: int):
+    def _whole_variant(self, ignore: bool):
         """The tables with PAT_WHOLE: one row = one piece (Python-made pieces)."""
         from ..kernels.scan import PAT_WHOLE
+        from ..tables import with_config
 
-        cfg = self.T.config
-        c = np.array([PAT_WHOLE, ignore, cfg[2], cfg[3]], dtype=np.int64)
-        c.flags.writeable = False
-        return self.T._replace(config=c)
+        return with_config(self.T, pattern_kind=PAT_WHOLE, ignore_merges=ignore)
 
     @functools.cached_property
     def T_whole(self):
         """PAT_WHOLE with the model's ignore_merges."""
-        return self._whole_variant(int(self.T.config[1]))
+        from ..tables import table_config
+
+        return self._whole_variant(table_config(self.T).ignore_merges)
 
     @functools.cached_property
     def T_whole_plain(self):
         """PAT_WHOLE without ignore_merges (pieces whose dropped bytes make the whole-piece lookup moot)."""
-        return self._whole_variant(0)
+        return self._whole_variant(False)
 
     # -------------------------------------------------------------- normalization
     def normalize(self, s: str) -> str:
@@ -1116,9 +1116,11 @@ class HFRuntime:
             pieces = [p.encode("utf-8") for p in self._pretokenize(seg)]
         else:
             from ..kernels.scan import piece_ends
+            from ..tables import table_config
 
             buf = np.frombuffer(data, dtype=np.uint8)
-            ends = piece_ends(int(self.T.config[0]), buf, 0, len(buf), self.T.stage1, self.T.stage2).tolist()
+            ends = piece_ends(table_config(self.T).pattern_kind, buf, 0, len(buf), self.T.stage1,
+                              self.T.stage2).tolist()
             starts = [0] + ends[:-1]
             pieces = [data[a:b] for a, b in zip(starts, ends)]
         if not self.missing:
