@@ -125,17 +125,10 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
     got = pq.read_table(tmp_path / "out.parquet").column("tokens").to_pylist()
     assert got == [oracle.encode(texts[0]), None, oracle.encode(texts[2])]
     cache = _cache_dir(tmp_path)
-    # exactly one worker compiles (the others saw the lock held), with at most its one second process
+    # exactly one worker compiles: the others saw the lock held
     workers = subprocess.run(["pgrep", "-f", "tltok_jit.warm_worker"], capture_output=True, text=True).stdout.split()
-    mine = []
-    for w in workers:
-        try:
-            if str(tmp_path) in Path(f"/proc/{w}/environ").read_bytes().decode(errors="replace"):
-                mine.append(Path(f"/proc/{w}/cmdline").read_bytes().split(b"\0"))
-        except OSError:
-            pass  # it finished meanwhile
-    assert len([c for c in mine if b"--stages" not in c]) <= 1, mine
-    assert len([c for c in mine if b"--stages" in c]) <= 1, mine
+    mine = [w for w in workers if str(tmp_path) in Path(f"/proc/{w}/environ").read_bytes().decode(errors="replace")]
+    assert len(mine) <= 1
     deadline = time.monotonic() + 1800
     while not (cache / "ready-stream").exists():
         assert time.monotonic() < deadline, (cache / "compile.log").read_text()
@@ -151,14 +144,6 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
     res = json.loads(out)
     assert res["state"] == "compiled" and res["ids"] == oracle.encode("hello world, first use")
     assert res["seconds"] < 15
-
-
-def test_the_two_compile_processes_cover_every_stage_once():
-    from tltok_jit import warm, warm_worker
-
-    stages = [s for half in warm_worker.HALVES for s in half]
-    assert sorted(stages) == sorted(warm.STAGES) and len(set(stages)) == len(stages)
-    assert set(warm_worker.WARMERS) == set(warm.STAGES)
 
 
 def test_foreground_mode_never_starts_a_worker(tmp_path):

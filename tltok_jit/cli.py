@@ -748,11 +748,8 @@ def cmd_warmup(args) -> int:
     if not args.quiet and not warm.all_ready():
         print("tltok warmup: compiling the kernels (one-time for this machine and version)...", file=sys.stderr,
               flush=True)
-    # The compile worker (already running, or started now) compiles the stages on up to two cores;
-    # what it cannot deliver (TLTOK_COMPILE=foreground, a failed worker) and anything this encoding
-    # needs beyond the stand-in's kernels compiles here, and the rest loads from the cache.
-    if warm.background_enabled():
-        warm.start_background()
+    # A background worker may be compiling them already: wait for its stages rather than compile
+    # them twice; any stage it cannot deliver (no worker, TLTOK_COMPILE=foreground) compiles here.
     for stage in warm.STAGES:
         warm.wait_for(stage)
     warm_encoding(enc)

@@ -2,17 +2,12 @@
 
 `python -m tltok_jit.warm_worker` is started by `tltok_jit.warm.start_background`: it takes the
 compile lock, compiles each stage for a stand-in model (the kernels' types do not depend on the
-vocabulary; the "hf" stage uses a tokenizer.json-style stand-in) and marks it ready. With two or
-more cores it compiles the stages in two processes (`HALVES`: numba compiles in one thread, so a
-second process is the only way to use a second core; both write the one cache, each entry by an
-atomic rename). `tltok warmup` starts it and then runs `warm_encoding` for the user's encoding,
-which loads what the worker compiled.
+vocabulary; the "hf" stage uses a tokenizer.json-style stand-in) and marks it ready. `tltok warmup`
+runs `warm_encoding` in the foreground.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 
@@ -113,48 +108,17 @@ def stand_in_hf_model():
                             allow_missing_bytes=True, hf=pipe)
 
 
-# Two halves of about equal compile time (CPU seconds on a 2-core machine: single 59, hf 5, rows 17,
-# arrow 48, stream 46, plus ~21 for the table builders that both processes need).
-HALVES = (("single", "hf", "rows"), ("arrow", "stream"))
-_CHILD_FLAG = "--stages"
-
-
-def compile_stages(stages, t0: float) -> None:
-    """Compile the kernels of each of `stages` not yet ready, for the stand-in model, and mark it."""
-    todo = [s for s in stages if not warm.stage_ready(s)]
-    if not todo:
-        return
-    enc = Encoding(stand_in_model())
-    for s in todo:
-        WARMERS[s](enc)
-        warm.mark_ready(s, time.perf_counter() - t0)
-
-
-def jobs_for_this_machine() -> int:
-    """Compile processes to use: two where there are two cores to run them."""
-    return 2 if (os.cpu_count() or 1) >= 2 else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    t0 = time.perf_counter()
-    if argv[:1] == [_CHILD_FLAG]:  # a second process of a worker that holds the lock
-        compile_stages(argv[1].split(","), t0)
-        return 0
+def main() -> int:
     lock = warm.take_lock()
     if lock is None:
         return 0  # another worker has it
     try:
-        child = None
-        if jobs_for_this_machine() > 1 and not all(warm.stage_ready(s) for s in HALVES[1]):
-            env = dict(os.environ, TLTOK_COMPILE="foreground")
-            env.pop(warm.LOCK_FD_ENV, None)
-            child = subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker", _CHILD_FLAG,
-                                      ",".join(HALVES[1])], stdin=subprocess.DEVNULL, env=env)
-        compile_stages(HALVES[0] if child is not None else warm.STAGES, t0)
-        if child is not None:
-            child.wait()
-            compile_stages(warm.STAGES, t0)  # whatever the second process could not deliver
+        t0 = time.perf_counter()
+        enc = Encoding(stand_in_model())
+        for s in warm.STAGES:
+            if not warm.stage_ready(s):
+                WARMERS[s](enc)
+                warm.mark_ready(s, time.perf_counter() - t0)
         prune_kernel_caches()
     finally:
         lock.close()
