@@ -35,7 +35,7 @@ _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this ofte
 _SPLIT_MIN = 1 << 20  # characters: from here num_threads != 1 splits one text over the cores
 _CUT_BACK = 8  # bytes of context before a window's first usable cut position
 _CUT_WINDOW = 1 << 16  # bytes searched for a cut at a time
-_CUT_SEARCH = 1 << 20  # bytes after the ideal position searched before giving up on that cut
+_CUT_SEARCH = 1 << 16  # bytes after the ideal position searched before giving up on that cut (one window)
 
 
 # The compiled encode_text_at for the one argument-type signature this module ever passes, called
