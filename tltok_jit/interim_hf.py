@@ -16,7 +16,7 @@ import heapq
 
 import numpy as np
 
-from .loaders.hf_json import compile_onig, hf_nfc
+from .loaders.hf_json import compile_onig, hf_nfc, onig_find_iter
 from .model import ModelDescription
 from .tables import RUST_NUMERIC_EXTRA
 from .unicode import CLS_NUMBER, char_class
@@ -70,32 +70,13 @@ def _digit_pieces(s: str) -> list[str]:
     return out
 
 
-def _onig_spans(rx, s: str):
-    """(start, end) of the matches `tokenizers`' Split finds (Oniguruma's iteration): each search
-    resumes where the previous match ended, and an empty match right there is skipped by moving one
-    character on."""
-    n = len(s)
-    pos = 0
-    last_end = -1
-    while pos <= n:
-        m = rx.search(s, pos)
-        if m is None:
-            return
-        a, e = m.span()
-        if a == e and e == last_end:
-            pos += 1
-            continue
-        pos = last_end = e
-        yield a, e
-
-
 def split_isolated(rx, s: str) -> list[str]:
     """`tokenizers`' Split(rx, behavior="Isolated") of `s`: every match and every gap between matches
     is a piece, empty pieces dropped; `rx` (from `compile_onig`) sees Unicode 16 classes."""
     q = unicode16_text(s)  # same length: the positions hold for s
     spans = [m.span() for m in rx.finditer(q)]
     if any(a == e for a, e in spans):  # only with an empty match does Python's iteration differ
-        spans = list(_onig_spans(rx, q))
+        spans = list(onig_find_iter(rx, q))
     out: list[str] = []
     pos = 0
     for a, e in spans:

@@ -753,7 +753,7 @@ def _apply_behavior(segs: list[tuple[str, bool]], behavior: str) -> list[str]:
     raise ValueError(behavior)
 
 
-def _onig_find_iter(compiled, s: str):
+def onig_find_iter(compiled, s: str):
     """(start, end) of the matches `tokenizers`' Split finds: leftmost-first matches resuming at the
     end of the previous one, an empty match ending where the previous match ended is dropped (the
     search moves one character on). Python's `finditer` keeps such an empty match after a
@@ -786,7 +786,7 @@ def _split_behavior(pieces: list[str], compiled, behavior: str, invert: bool = F
         q = _unicode16_text(p)  # same length: the match positions hold for p
         pos = 0
         segs: list[tuple[str, bool]] = []
-        for a, e in _onig_find_iter(compiled, q):
+        for a, e in onig_find_iter(compiled, q):
             if a > pos:
                 segs.append((p[pos:a], invert))
             segs.append((p[a:e], not invert))
