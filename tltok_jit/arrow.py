@@ -201,7 +201,7 @@ class _Source:
         bufs = arr.buffers()
         self.has_nulls = arr.null_count > 0
         if self.has_nulls and bufs[0] is not None:
-            self.vbits = np.frombuffer(bufs[0], dtype=np.uint8)
+            self.vbits = _read_only_view(np.frombuffer(bufs[0], dtype=np.uint8))  # one kernel variant
             self.voff = int(arr.offset)
         elif self.has_nulls:  # null type: no bitmap, every row null
             self.vbits = np.zeros((n + 7) // 8 + 1, dtype=np.uint8)
@@ -733,7 +733,7 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     if ids.dtype not in (np.uint32, np.int64, np.int32):
         ids = ids.astype(np.int64)
     has_nulls = arr.null_count > 0
-    vbits = np.frombuffer(bufs[0], dtype=np.uint8) if has_nulls else _EMPTY_U8
+    vbits = _read_only_view(np.frombuffer(bufs[0], dtype=np.uint8)) if has_nulls else _EMPTY_U8
     voff = int(arr.offset) if has_nulls else 0
     tbytes, toffs, valid = enc._t.tok_bytes, enc._t.tok_offsets, enc._compiled.valid
     lens = np.empty(max(n, 1), dtype=np.int64)
