@@ -9,7 +9,7 @@ import pytest
 
 import tltok_jit
 
-MODULES = ("tltok_jit", "tltok_jit.encoding", "tltok_jit.errors")
+MODULES = ("tltok_jit", "tltok_jit.encoding", "tltok_jit.errors", "tltok_jit.special_policy")
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -29,6 +29,6 @@ def test_docstring_examples(name, monkeypatch):
 def test_encoding_methods_show_an_example():
     public = ("encode", "encode_ordinary", "encode_to_numpy", "encode_batch", "count", "decode", "decode_batch",
               "encode_single_token", "token_pieces", "encode_arrow", "count_arrow", "decode_arrow",
-              "stream_encoder", "is_special_token")
+              "stream_encoder", "is_special_token", "special_policy")
     missing = [m for m in public if ">>>" not in (getattr(tltok_jit.Encoding, m).__doc__ or "")]
     assert not missing, f"Encoding methods without a >>> example: {missing}"

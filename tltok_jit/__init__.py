@@ -20,6 +20,7 @@ from .errors import (
 )
 from .model import AddedToken, ModelDescription
 from .model_names import encoding_name_for_model
+from .special_policy import SpecialPolicy
 
 __all__ = [
     "AddedToken",
@@ -44,6 +45,7 @@ __all__ = [
     "Encoding",
     "ModelDescription",
     "MultiStreamDecoder",
+    "SpecialPolicy",
     "StreamDecoder",
     "TokenizerFileError",
     "encoding_for_model",

@@ -64,6 +64,7 @@ from .kernels import columns_decode as KD
 from .kernels.column_cuts import all_cuts
 from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
 from .kernels.scan import PAT_CL100K, PAT_GPT2, PAT_O200K
+from .special_policy import SpecialPolicy
 from .tables import table_config
 from .threads import parallel, resolve_threads
 
@@ -348,7 +349,7 @@ class _State:
             return False, False
         nl = sp = True
         for m in masks:
-            if m is None or not isinstance(m, np.ndarray):
+            if m is None:
                 continue
             if (m & self.tok_nl_inner[: len(m)]).any():
                 nl = False
@@ -447,14 +448,16 @@ class _Result:
         self.src = src
 
 
-def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask, counting: bool,
+def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, counting: bool,
                    errors: str, row_base: int, block_bytes: int | None, large_list) -> _Result:
-    """Encode (or count) one array's rows. Returns ids + offsets (or per-row counts)."""
+    """Encode (or count) one array's rows. Returns ids + offsets (or per-row counts). A policy's
+    refused strings that are no added tokens (policy.finder) are the caller's to check."""
     n = src.n
     T = enc._t
     st = _state(enc)
-    check_dis = isinstance(dmask, np.ndarray) and bool(dmask.any())
-    dmask_arr = dmask if check_dis else enc._no_added
+    amask, any_allowed = policy.allowed, policy.any_allowed
+    check_dis = policy.disallowed is not None
+    dmask_arr = policy.disallowed if check_dis else enc._no_added
     off = src.off
     total = int(off[n]) - int(off[0]) if n else 0
     threads = max(1, threads)
@@ -527,9 +530,8 @@ def _encode_source(enc, src: _Source, *, threads: int, amask, any_allowed, dmask
             fixed = [src.row_bytes(int(r)).decode("utf-8", "replace").encode("utf-8") for r in bad_rows]
             rep_src = _Source(pa.array(fixed, type=pa.large_binary()))
             try:
-                rep = _encode_source(enc, rep_src, threads=threads, amask=amask, any_allowed=any_allowed,
-                                     dmask=dmask, counting=counting, errors="strict", row_base=0,
-                                     block_bytes=None, large_list=True)
+                rep = _encode_source(enc, rep_src, threads=threads, policy=policy, counting=counting,
+                                     errors="strict", row_base=0, block_bytes=None, large_list=True)
             except ArrowRowError as e:
                 r = int(bad_rows[e.row])
                 raise ArrowRowError(str(e).replace(f"row {e.row}:", f"row {row_base + r}:", 1), row_base + r) \
@@ -634,7 +636,7 @@ def _run(enc, array, *, num_threads, allowed_special, disallowed_special, counti
     arr = as_arrow(array)
     chunks, chunked = _chunks(arr)
     _check_type(arr.type)
-    amask, any_allowed, dmask = enc._policy(allowed_special, disallowed_special)
+    policy = enc.special_policy(allowed_special, disallowed_special)
     threads = resolve_threads(num_threads)
     results = []
     row_base = 0
@@ -646,11 +648,10 @@ def _run(enc, array, *, num_threads, allowed_special, disallowed_special, counti
                                                 errors=errors, block_bytes=block_bytes, large_list=large_list)))
             row_base += len(chunk)
             continue
-        if dmask is not None and not isinstance(dmask, np.ndarray):
-            _python_disallowed(enc, chunk, dmask, row_base)
+        if policy.finder is not None:
+            _python_disallowed(enc, chunk, policy.finder, row_base)
         src = _Source(chunk)
-        results.append(("res", chunk, _encode_source(enc, src, threads=threads, amask=amask,
-                                                     any_allowed=any_allowed, dmask=dmask, counting=counting,
+        results.append(("res", chunk, _encode_source(enc, src, threads=threads, policy=policy, counting=counting,
                                                      errors=errors, row_base=row_base, block_bytes=block_bytes,
                                                      large_list=large_list)))
         row_base += len(chunk)

@@ -6,8 +6,8 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Collection, Iterable, Sequence
-from typing import AbstractSet, Literal
+from collections.abc import Iterable, Sequence
+from typing import AbstractSet
 
 import numba
 import numpy as np
@@ -24,12 +24,11 @@ from .model import ModelDescription
 from .pandas_io import is_pandas_series
 from .pylist import IntObjects
 from .recipe import abspath, cached
+from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
 from .tables import compile_model, table_config
 from .text import KERNEL_UTF8_MIN, load_text_kernels, no_lone_surrogates, read_only, text_to_buf, text_to_utf8  # noqa: F401
 from .threads import parallel, resolve_threads
 
-AllowedSpecial = Literal["all"] | AbstractSet[str]
-DisallowedSpecial = Literal["all"] | Collection[str]
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
 _SPLIT_MIN = 1 << 20  # characters: from here num_threads != 1 splits one text over the cores
@@ -51,14 +50,6 @@ def _entry_point(dispatcher, args):
     """The compiled function of `dispatcher` for the types of `args` (None if not compiled)."""
     cres = dispatcher.overloads.get(tuple(numba.typeof(a) for a in args))
     return None if cres is None else cres.entry_point
-
-
-@functools.lru_cache(maxsize=64)
-def _string_finder(strings: frozenset):
-    """A regex matching any of `strings` (tiktoken's check for disallowed special tokens)."""
-    import regex
-
-    return regex.compile("|".join(regex.escape(s) for s in sorted(strings, key=len, reverse=True)))
 
 
 @functools.lru_cache(maxsize=16)
@@ -193,13 +184,10 @@ class Encoding:
         """encode() by the Python encoder, with tiktoken's special-token rules (and, for tokenizer.json
         models, the post-processor's ids around the text with add_special_tokens)."""
         check_text(text)
-        allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
-        disallowed = (self.special_tokens_set - allowed) if disallowed_special == "all" else set(disallowed_special)
-        if disallowed:
-            m = _string_finder(frozenset(disallowed)).search(text)
-            if m is not None:
-                raise_disallowed_special_token(m.group())
-        ids = self._interim.encode(no_lone_surrogates(text), frozenset(allowed & self._special_tokens.keys()))
+        policy = self.special_policy(allowed_special, disallowed_special)
+        if policy.refused and (m := string_finder(policy.refused).search(text)) is not None:
+            raise_disallowed_special_token(m.group())
+        ids = self._interim.encode(no_lone_surrogates(text), policy.allowed_tokens)
         if add_special_tokens and self._hf is not None:
             ids = [*self._hf.pipe.prefix_ids, *ids, *self._hf.pipe.suffix_ids]
         return ids
@@ -351,45 +339,36 @@ class Encoding:
                 self._masks[key] = m
         return m
 
-    def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial):
-        """(allowed mask, any allowed, disallowed mask or None), with tiktoken's defaults."""
-        if not allowed_special and disallowed_special == "all":  # the defaults: built once
+    def special_policy(self, allowed_special: AllowedSpecial = set(),
+                       disallowed_special: DisallowedSpecial = "all") -> SpecialPolicy:
+        """The frozen added-token rules for tiktoken's two arguments (the defaults' built once).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> p = enc.special_policy(allowed_special={"<|endoftext|>"})
+        >>> p.any_allowed, sorted(p.refused)[:1]
+        (True, ['<|endofprompt|>'])
+        """
+        if not allowed_special and disallowed_special == "all":
             p = self._default_policy
             if p is None:
-                p = self._default_policy = self._make_policy(set(), "all")
+                p = self._default_policy = build_policy(set(), "all", self._special_tokens.keys(), self._mask)
             return p
-        return self._make_policy(allowed_special, disallowed_special)
+        return build_policy(allowed_special, disallowed_special, self._special_tokens.keys(), self._mask)
 
-    def _make_policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial):
-        if allowed_special == "all":
-            allowed = self.special_tokens_set
-        else:
-            allowed = set(allowed_special)
-        if disallowed_special == "all":
-            disallowed = self.special_tokens_set - allowed
-        else:
-            disallowed = set(disallowed_special)
-        amask = self._mask(allowed)
-        if not disallowed:
-            return amask, bool(amask.any()), None
-        if disallowed <= self._special_tokens.keys():
-            return amask, bool(amask.any()), self._mask(disallowed)
-        # tiktoken refuses any string listed as disallowed, special token or not: search for them all.
-        return amask, bool(amask.any()), _string_finder(frozenset(disallowed))
-
-    def _check_disallowed(self, text: str, buf: np.ndarray, disallowed) -> None:
-        if disallowed is None:
+    def _check_disallowed(self, text: str, buf: np.ndarray, policy: SpecialPolicy) -> None:
+        """Raise DisallowedSpecialTokenError for the first refused string in the text (buf: its
+        UTF-8 bytes, or None to make them when needed)."""
+        if not policy.refused:
             return
-        if isinstance(disallowed, np.ndarray):
-            # (a mask from _policy always has a token set)
+        if policy.disallowed is not None:
             if text is not None and not self._may_hold_added(text):
                 return
             if buf is None:
                 buf = text_to_buf(text)
-            pos, idx = K.find_added(buf, 0, len(buf), self._t, disallowed)
+            pos, idx = K.find_added(buf, 0, len(buf), self._t, policy.disallowed)
             if pos >= 0:
                 raise_disallowed_special_token(self._compiled.added[idx].content)
-        elif (m := disallowed.search(text)) is not None:
+        elif (m := policy.finder.search(text)) is not None:
             raise_disallowed_special_token(m.group())
 
     @functools.cached_property
@@ -503,12 +482,13 @@ class Encoding:
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens),
                             dtype=np.uint32)
-        amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
+        policy = self.special_policy(allowed_special, disallowed_special)
+        amask, any_allowed = policy.allowed, policy.any_allowed
         if self._hf is not None:
             data = text_to_utf8(text)
-            self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), dmask)
+            self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), policy)
             return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
-        self._check_disallowed(text, None, dmask)
+        self._check_disallowed(text, None, policy)
         if num_threads is not None:
             num_threads = check_threads(num_threads)
         if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN:
@@ -581,17 +561,17 @@ class Encoding:
         """
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
                 and text.isascii() and self._hf is None and self._interim is None):  # see _encode_short
-            amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-            if dmask is not None:
-                self._check_disallowed(text, None, dmask)
+            policy = self.special_policy(allowed_special, disallowed_special)
+            if policy.refused:
+                self._check_disallowed(text, None, policy)
             entry = _ASCII_CALL_ENTRY[0]
-            if entry is not None and not any_allowed:  # _encode_short, inlined (see encode_ordinary)
+            if entry is not None and not policy.any_allowed:  # _encode_short, inlined (see encode_ordinary)
                 try:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
                 return call[2][:entry(text, call[3])].tolist()
-            out, n = self._encode_short(text, amask, any_allowed)
+            out, n = self._encode_short(text, policy.allowed, policy.any_allowed)
             return out[:n].tolist()
         if self._serve_interim("single"):
             return self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens)
@@ -609,9 +589,9 @@ class Encoding:
         """
         if (type(text) is str and len(text) <= _SCRATCH and text.isascii() and self._hf is None
                 and self._interim is None):  # see _encode_short
-            amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-            self._check_disallowed(text, None, dmask)
-            return self._encode_short(text, amask, any_allowed)[1]
+            policy = self.special_policy(allowed_special, disallowed_special)
+            self._check_disallowed(text, None, policy)
+            return self._encode_short(text, policy.allowed, policy.any_allowed)[1]
         if self._serve_interim("single"):
             return len(self._interim_ids(text, allowed_special, disallowed_special))
         return len(self.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special))
@@ -769,15 +749,15 @@ class Encoding:
             np.cumsum([len(r) for r in rows], out=offsets[1:])
             return np.fromiter((i for r in rows for i in r), dtype=np.uint32, count=int(offsets[-1])), offsets
         data, offsets = self._texts_to_rows(texts)
-        amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-        if isinstance(dmask, np.ndarray):
-            if dmask.any():  # the first row that has one: what encoding them one by one reports
-                r, idx = K.find_added_rows(data, offsets, self._t, dmask)
-                if r >= 0:
-                    raise_disallowed_special_token(self._compiled.added[idx].content)
-        elif dmask is not None:
+        policy = self.special_policy(allowed_special, disallowed_special)
+        amask, any_allowed = policy.allowed, policy.any_allowed
+        if policy.disallowed is not None:  # the first row that has one: what encoding them one by one reports
+            r, idx = K.find_added_rows(data, offsets, self._t, policy.disallowed)
+            if r >= 0:
+                raise_disallowed_special_token(self._compiled.added[idx].content)
+        elif policy.finder is not None:
             for t in texts:
-                self._check_disallowed(t, None, dmask)
+                self._check_disallowed(t, None, policy)
         ids, new_offsets = self.encode_rows(data, offsets, num_threads=num_threads, amask=amask,
                                             any_allowed=any_allowed)
         if add_special_tokens and self._hf is not None:
@@ -956,8 +936,7 @@ class Encoding:
         if self._hf is not None:
             raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
-        _, _, dmask = self._policy(allowed, disallowed_special)
-        self._check_disallowed(text, text_to_buf(text), dmask)
+        self._check_disallowed(text, text_to_buf(text), self.special_policy(allowed, disallowed_special))
         from .kernels.scan import piece_ends
         from .unstable import encode_with_unstable
 

@@ -306,23 +306,18 @@ class StreamEncoder:
         self._TP = hf.T_whole_plain if self._drop[256] else self._T
         if _normalized:  # the inner encoder of a normalizing one: plain text, no added tokens
             allowed_special, disallowed_special = set(), ()
-        amask, any_allowed, dis = enc._policy(allowed_special, disallowed_special)
-        self._amask = amask
-        self._any_allowed = bool(any_allowed)
-        self._dis = dis
-        self._dis_is_mask = isinstance(dis, np.ndarray)
-        if self._dis_is_mask and not dis.any():
-            self._dis = None
+        policy = enc.special_policy(allowed_special, disallowed_special)
+        amask = self._amask = policy.allowed
+        self._any_allowed = policy.any_allowed
+        self._policy = policy
+        # the window kept between chunks so a refused string split across them is still found:
+        # UTF-8 bytes for the kernels' added-token search, characters for the regex
         self._dmax = 0
-        if self._dis is not None:
-            allowed = enc.special_tokens_set if allowed_special == "all" else set(allowed_special)
-            refused = (enc.special_tokens_set - allowed if disallowed_special == "all"
-                       else set(disallowed_special))
-            if self._dis_is_mask:
-                self._dmax = max(len(s.encode("utf-8")) for s in refused)
-            else:
-                self._dmax = max(len(s) for s in refused)
-        self._hold = self._any_allowed or self._dis is not None
+        if policy.disallowed is not None:
+            self._dmax = max(len(s.encode("utf-8")) for s in policy.refused)
+        elif policy.finder is not None:
+            self._dmax = max(len(s) for s in policy.refused)
+        self._hold = self._any_allowed or bool(policy.refused)
         codecs.lookup_error(errors)  # validate early
         self._errors = errors
         self._long_min = int(long_min)
@@ -399,7 +394,7 @@ class StreamEncoder:
         self._st = np.zeros(K.N_STATE, dtype=np.int64)
         self._dec = None
         self._hs = ""
-        self._dtail = b"" if self._dis_is_mask else ""
+        self._dtail = b"" if self._policy.disallowed is not None else ""
         self._lt = _DUMMY_LT
         self._lw = _DUMMY_LW
         self._lam = np.zeros(1, dtype=np.int32)
@@ -422,21 +417,21 @@ class StreamEncoder:
             raise
 
     def _check_disallowed(self, text: str, data: bytes) -> None:
-        dis = self._dis
-        if dis is None:
+        policy = self._policy
+        if not policy.refused:
             return
         keep = self._dmax - 1
-        if self._dis_is_mask:
+        if policy.disallowed is not None:
             window = self._dtail + data
             arr = np.frombuffer(window, dtype=np.uint8)
-            pos, idx = _enc_k.find_added(arr, 0, len(arr), self._T, dis)
+            pos, idx = _enc_k.find_added(arr, 0, len(arr), self._T, policy.disallowed)
             if pos >= 0:
                 self._reset()
                 raise_disallowed_special_token(self._enc._compiled.added[idx].content)
             self._dtail = window[max(0, len(window) - keep):] if keep > 0 else b""
         else:
             window = self._dtail + text
-            m = dis.search(window)
+            m = policy.finder.search(window)
             if m is not None:
                 self._reset()
                 raise_disallowed_special_token(m.group())

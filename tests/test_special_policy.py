@@ -1,0 +1,64 @@
+"""SpecialPolicy: one frozen object per (allowed_special, disallowed_special), read by every front end."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import tltok_jit
+from tltok_jit import get_encoding
+from tltok_jit.special_policy import SpecialPolicy
+
+
+@pytest.fixture(scope="module")
+def enc():
+    return get_encoding("cl100k_base")
+
+
+def test_defaults_built_once_and_frozen(enc):
+    p = enc.special_policy()
+    assert p is enc.special_policy(set(), "all")
+    assert isinstance(p, SpecialPolicy)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.any_allowed = True
+    assert not p.allowed.flags.writeable and not p.disallowed.flags.writeable
+    assert p.refused == frozenset(enc.special_tokens_set) and not p.any_allowed and p.finder is None
+
+
+def test_allowed_all_refuses_nothing(enc):
+    p = enc.special_policy("all")
+    assert p.any_allowed and p.allowed.all() and not p.refused and p.disallowed is None and p.finder is None
+    assert p.allowed_tokens == frozenset(enc.special_tokens_set)
+
+
+def test_unknown_allowed_strings_are_ignored(enc):
+    p = enc.special_policy({"<|endoftext|>", "not a token"})
+    assert p.allowed_tokens == {"<|endoftext|>"} and int(p.allowed.sum()) == 1
+    assert "<|endoftext|>" not in p.refused and "<|fim_prefix|>" in p.refused
+
+
+def test_refused_plain_string_uses_a_text_search(enc):
+    # tiktoken refuses any disallowed string, special token or not
+    p = enc.special_policy(set(), {"hello", "<|endoftext|>"})
+    assert p.disallowed is None and p.finder is not None and p.refused == {"hello", "<|endoftext|>"}
+    for call in (lambda t: enc.encode(t, disallowed_special={"hello"}),
+                 lambda t: enc.encode_batch([t], disallowed_special={"hello"}),
+                 lambda t: enc.encode_arrow([t], disallowed_special={"hello"}),
+                 lambda t: enc.stream_encoder(disallowed_special={"hello"}).feed(t)):
+        with pytest.raises(ValueError, match="disallowed special token .hello."):  # (Arrow: ArrowRowError)
+            call("say hello there")
+        call("say hi there")  # no error without it
+
+
+def test_mask_policy_matches_the_strings(enc):
+    p = enc.special_policy({"<|endoftext|>"}, "all")
+    added = [t for t, _ in sorted(enc._special_tokens.items(), key=lambda kv: enc._added_index[kv[0]])]
+    assert {t for t, m in zip(added, p.disallowed) if m} == p.refused
+    assert {t for t, m in zip(added, p.allowed) if m} == p.allowed_tokens
+    assert not (np.asarray(p.allowed) & np.asarray(p.disallowed)).any()
+
+
+def test_exported_type():
+    assert tltok_jit.SpecialPolicy is SpecialPolicy
