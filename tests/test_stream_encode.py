@@ -518,7 +518,7 @@ def test_unsupported_pattern_kind_refused(enc):
 
     from tltok_jit.kernels.scan import PAT_WHOLE
 
-    fake = types.SimpleNamespace(_t=enc._t._replace(config=np.array([PAT_WHOLE, 1, 1, 0], dtype=np.int64)),
-                                 name="x")
+    tables = enc.facade.tables._replace(config=np.array([PAT_WHOLE, 1, 1, 0], dtype=np.int64))
+    fake = types.SimpleNamespace(facade=types.SimpleNamespace(tables=tables), name="x")
     with pytest.raises(NotImplementedError, match="scanner kind"):
         StreamEncoder(fake)

@@ -304,14 +304,14 @@ def _typed(arrays: list[np.ndarray]):
 
 class _State:
     def __init__(self, enc):
-        added = [t.content.encode("utf-8") for t in enc._compiled.added]
+        added = [t.content.encode("utf-8") for t in enc.facade.compiled.added]
         n = max(len(added), 1)
         self.tok_nl_inner = np.zeros(n, dtype=bool)  # '\n' before the token's last byte
         self.tok_sp_inner = np.zeros(n, dtype=bool)  # ' ' after the token's first byte
         for i, c in enumerate(added):
             self.tok_nl_inner[i] = b"\n" in c[:-1]
             self.tok_sp_inner[i] = b" " in c[1:]
-        self.splittable = table_config(enc._t).pattern_kind in (PAT_GPT2, PAT_CL100K, PAT_O200K)
+        self.splittable = table_config(enc.facade.tables).pattern_kind in (PAT_GPT2, PAT_CL100K, PAT_O200K)
         self.counter = np.zeros(1, dtype=np.int64)
         self.local = threading.local()
         self.scratch = np.zeros((1, COUNT_SCRATCH), dtype=np.uint32)
@@ -435,7 +435,7 @@ def find_cuts(enc, text: str | bytes, *, rule_nl: bool = True, rule_sp: bool = T
     st = _state(enc)
     if not st.splittable:
         return []
-    return all_cuts(buf, 0, len(data), enc._t.stage1, enc._t.stage2, rule_nl, rule_sp).tolist()
+    return all_cuts(buf, 0, len(data), enc.facade.tables.stage1, enc.facade.tables.stage2, rule_nl, rule_sp).tolist()
 
 
 class _Result:
@@ -453,11 +453,11 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     """Encode (or count) one array's rows. Returns ids + offsets (or per-row counts). A policy's
     refused strings that are no added tokens (policy.finder) are the caller's to check."""
     n = src.n
-    T = enc._t
+    T = enc.facade.tables
     st = _state(enc)
     amask, any_allowed = policy.allowed, policy.any_allowed
     check_dis = policy.disallowed is not None
-    dmask_arr = policy.disallowed if check_dis else enc._no_added
+    dmask_arr = policy.disallowed if check_dis else enc.facade.no_added
     off = src.off
     total = int(off[n]) - int(off[0]) if n else 0
     threads = max(1, threads)
@@ -498,12 +498,12 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     if n == 0:
         pass
     elif threads == 1 or nb == 1:
-        cache, work = enc._serial_state()
+        cache, work = enc.facade.serial_workspace()
         KC.drive_serial(src.bufs, T, cache, job(work, st.serial_scratch()))
     else:
         workers = min(threads, nb)
         with parallel(workers):
-            cache, work = enc._parallel(workers)
+            cache, work = enc.facade.parallel_workspace(workers)
             scratch = st.parallel_scratch(workers)
             st.counter[0] = 0
             wbytes = np.zeros(workers, dtype=np.int64)
@@ -540,7 +540,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
         k = int(hit_rows[0])
         r, t = int(hits[k, 0]), int(hits[k, 2])
         try:
-            raise_disallowed_special_token(enc._compiled.added[t].content)
+            raise_disallowed_special_token(enc.facade.compiled.added[t].content)
         except ValueError as e:
             raise ArrowRowError(f"row {row_base + r}: {e}", row_base + r) from None
 
@@ -736,7 +736,7 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     has_nulls = arr.null_count > 0
     vbits = _read_only_view(np.frombuffer(bufs[0], dtype=np.uint8)) if has_nulls else _EMPTY_U8
     voff = int(arr.offset) if has_nulls else 0
-    tbytes, toffs, valid = enc._t.tok_bytes, enc._t.tok_offsets, enc._compiled.valid
+    tbytes, toffs, valid = enc.facade.tables.tok_bytes, enc.facade.tables.tok_offsets, enc.facade.compiled.valid
     lens = np.empty(max(n, 1), dtype=np.int64)
     bad = np.empty(max(n, 1), dtype=np.int64)
     with parallel(min(threads, max(n, 1))):

@@ -59,6 +59,52 @@ def _char_finder(chars: str):
     return re.compile("[" + re.escape(chars) + "]")
 
 
+class KernelFacade:
+    """What the other front ends (the Arrow columns, the stream encoder, the tokenizer.json runtime)
+    use of an Encoding to run its kernels; not part of tiktoken's interface.
+
+    >>> f = tltok_jit.get_encoding("r50k_base").facade
+    >>> f.tables.stage1.dtype, f.no_added.flags.writeable
+    (dtype('uint16'), False)
+    """
+
+    __slots__ = ("_enc",)
+
+    def __init__(self, enc: Encoding):
+        self._enc = enc
+
+    @property
+    def tables(self):
+        """The kernel tables (kernels.layout), compiled or loaded on first use."""
+        return self._enc._t
+
+    @property
+    def compiled(self):
+        """The compiled model (tables.CompiledModel: tables, added tokens in table order, valid ids)."""
+        return self._enc._compiled
+
+    @property
+    def description(self) -> ModelDescription:
+        return self._enc._model
+
+    @property
+    def no_added(self) -> np.ndarray:
+        """The read-only all-False added-token mask (one array type for every call: one compilation)."""
+        return self._enc._no_added
+
+    def serial_workspace(self):
+        """(piece cache, merge work) of the calling thread, for a one-thread kernel call."""
+        return self._enc._serial_state()
+
+    def parallel_workspace(self, workers: int):
+        """(piece cache, merge work) with rows for `workers` threads, for a parallel kernel call."""
+        return self._enc._parallel(workers)
+
+    def encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
+        """uint32 ids of the UTF-8 bytes `buf` (added tokens of `amask` matched), one thread."""
+        return self._enc._encode_buf(buf, amask, any_allowed)
+
+
 class Encoding:
     """A byte-level BPE tokenizer with tiktoken's methods, compiled to flat tables at construction."""
 
@@ -137,6 +183,11 @@ class Encoding:
         self._hf = None if hf is None else hf.runtime(self)
 
     # ------------------------------------------------------------------ compiled tables (or not yet)
+    @functools.cached_property
+    def facade(self) -> KernelFacade:
+        """The kernels' side of this Encoding, for the other front ends (see KernelFacade)."""
+        return KernelFacade(self)
+
     @property
     def _compiled(self):
         c = self._compiled_tables

@@ -217,7 +217,7 @@ def _drop_mask(enc, pipe) -> np.ndarray:
     missing = pipe.missing_bytes if pipe is not None else b""
     if not missing:
         return _NO_DROP
-    T = enc._t
+    T = enc.facade.tables
     s1, s2 = T.stage1, T.stage2
     for x in missing:
         if x < 0x80:
@@ -236,7 +236,7 @@ def _drop_mask(enc, pipe) -> np.ndarray:
         if cls - {_CLS_OTHER}:
             raise NotImplementedError(f"stream encoding: the vocabulary lacks byte {x:#04x}, which can lie in "
                                       "a letter, digit or whitespace character")
-    if enc._model.ignore_merges:
+    if enc.facade.description.ignore_merges:
         raise NotImplementedError("stream encoding: missing bytes together with ignore_merges")
     mask = np.zeros(257, dtype=np.uint8)
     mask[list(missing)] = 1
@@ -255,15 +255,15 @@ def long_tables(enc) -> K.LongTables:
     """The incremental-BPE tables of `enc` (reverse trie of the tokens, reachability), built once."""
     lt = _LONG_TABLES.get(enc)
     if lt is None:
-        T = enc._t
+        T = enc.facade.tables
         n_vocab = len(T.tok_offsets) - 1
         ordinary = np.zeros(n_vocab, dtype=np.bool_)
-        ids = np.fromiter(enc._model.vocab.values(), dtype=np.int64, count=len(enc._model.vocab))
+        ids = np.fromiter(enc.facade.description.vocab.values(), dtype=np.int64, count=len(enc.facade.description.vocab))
         ordinary[ids] = True
         lens = np.diff(T.tok_offsets)
         max_len = int(lens[ordinary].max())
         # size the hash for the trie's node count (shared suffixes: ~1/3 of the token bytes)
-        vocab = enc._model.vocab
+        vocab = enc.facade.description.vocab
         order = np.array(sorted(vocab, key=lambda b: b[::-1]), dtype=object)
         order = np.fromiter((vocab[b] for b in order), dtype=np.int64, count=len(order))
         nodes = int(K.rev_trie_nodes(T.tok_bytes, T.tok_offsets, order))
@@ -288,7 +288,7 @@ class StreamEncoder:
     def __init__(self, enc, *, allowed_special=frozenset(), disallowed_special="all",
                  errors: str = "replace", long_min: int = LONG_MIN, _normalized: bool = False):
         self._enc = enc
-        self._T = enc._t
+        self._T = enc.facade.tables
         name = getattr(enc, "name", enc)
         kind = table_config(self._T).pattern_kind
         hf = getattr(enc, "_hf", None)
@@ -323,7 +323,7 @@ class StreamEncoder:
         self._long_min = int(long_min)
         self._split = None  # normalizing models: added tokens and normalization in Python, then _inner
         if pipe is not None and pipe.normalizers:
-            added = enc._compiled.added
+            added = enc.facade.compiled.added
             allowed = {t.content: int(self._T.added_ids[i]) for i, t in enumerate(added) if amask[i]}
             self._split = NormalizingSplitter(allowed, [t.content for t in added], pipe.normalizers)
             self._inner = StreamEncoder(enc, errors=errors, long_min=long_min, _normalized=True)
@@ -427,7 +427,7 @@ class StreamEncoder:
             pos, idx = _enc_k.find_added(arr, 0, len(arr), self._T, policy.disallowed)
             if pos >= 0:
                 self._reset()
-                raise_disallowed_special_token(self._enc._compiled.added[idx].content)
+                raise_disallowed_special_token(self._enc.facade.compiled.added[idx].content)
             self._dtail = window[max(0, len(window) - keep):] if keep > 0 else b""
         else:
             window = self._dtail + text
@@ -500,7 +500,7 @@ class StreamEncoder:
             self._n += m
         st = self._st
         n = self._n
-        cache, work = self._enc._serial_state()
+        cache, work = self._enc.facade.serial_workspace()
         parts = []
         while True:
             start = st[K.S_EMIT] if st[K.S_LONG] else st[K.S_PIECE]
