@@ -162,3 +162,53 @@ def test_background_is_the_default(tmp_path, mode):
     code = "from tltok_jit import warm; print(warm.background_enabled())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+WARM_USE = """
+import json, sys
+import numpy as np
+import tltok_jit
+enc = tltok_jit.get_encoding("r50k_base")
+ids = enc.encode("hello world, warm use")
+batch = enc.encode_batch(["a b", "c d"] * 300, num_threads=2)
+text = enc.decode(ids)
+refreshed = "numba.np.polynomial" in sys.modules  # imported only by numba's registry refresh
+from tltok_jit.kernels.jit import njit
+
+@njit(cache=False)
+def twice(a):  # a compile after the lean loads: numba refreshes the registries itself
+    return np.sum(a) * 2
+
+print(json.dumps({"ids": ids, "batch": batch[:2], "text": text, "refreshed": refreshed,
+                  "compiled": int(twice(np.arange(4))), "refreshed_after": "numba.np.polynomial" in sys.modules}))
+"""
+
+
+def test_warm_process_loads_kernels_without_numbas_registry_refresh(tmp_path, tiktoken_oracle):
+    oracle = tiktoken_oracle("r50k_base")
+    env = _env(tmp_path)
+    del env["TLTOK_KERNEL_CACHE"]  # the suite's own cache: the first run compiles what it lacks
+    env["TLTOK_COMPILE"] = "foreground"
+    subprocess.run([sys.executable, "-c", WARM_USE], env=env, capture_output=True, text=True, check=True)  # fills
+    import json
+
+    res = json.loads(subprocess.run([sys.executable, "-c", WARM_USE], env=env, capture_output=True, text=True,
+                                    check=True).stdout)
+    assert res["ids"] == oracle.encode("hello world, warm use") and res["text"] == "hello world, warm use"
+    assert res["batch"] == [oracle.encode("a b"), oracle.encode("c d")]
+    assert not res["refreshed"], "loading cached kernels refreshed numba's registries"
+    assert res["compiled"] == 12 and res["refreshed_after"]
+
+
+def test_worker_imports_this_copy_of_the_package(tmp_path, monkeypatch):
+    # a package put on sys.path by hand (no install, no PYTHONPATH) still gets a worker that finds it
+    from tltok_jit import warm
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    env = warm.worker_env()
+    assert env["TLTOK_COMPILE"] == "foreground"
+    # -S: no site-packages (no installed or editable copy), so only the worker's PYTHONPATH can find it
+    code = "import importlib.util; print(importlib.util.find_spec('tltok_jit').origin)"
+    out = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout
+    assert Path(out.strip()).resolve() == (REPO / "tltok_jit" / "__init__.py").resolve()

@@ -89,6 +89,17 @@ def worker_running() -> bool:
     return False
 
 
+def worker_env() -> dict:
+    """The compile worker's environment: foreground compiling, and this copy of the package first on
+    its path (the copy whose kernel-source hash names the cache, also when it was put on sys.path
+    by hand rather than installed)."""
+    env = dict(os.environ)
+    env["TLTOK_COMPILE"] = "foreground"
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def start_background() -> bool:
     """Start the compile worker unless every stage is ready or a worker runs; True if one runs now.
 
@@ -99,8 +110,7 @@ def start_background() -> bool:
     lock = _try_lock()
     if lock is None:
         return True
-    env = dict(os.environ)
-    env["TLTOK_COMPILE"] = "foreground"
+    env = worker_env()
     env[LOCK_FD_ENV] = str(lock.fileno())
     try:
         with open(os.path.join(state_dir(), _LOG_NAME), "ab") as log:

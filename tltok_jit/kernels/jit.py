@@ -87,6 +87,25 @@ def _cache_usable() -> bool:
 CACHE = _cache_usable()
 
 
+def _load_overload_lean(self, sig, target_context):
+    """numba.core.caching.Cache.load_overload without its registry refresh.
+
+    Before loading a cached kernel, numba refreshes every typing and lowering registry of the CPU
+    target (importing most of numba.np / numba.cpython): ~0.35 s of a warm process's start, spent on
+    declarations only a compile reads. Loading machine code needs the NRT alone (allocations in the
+    kernels); parallel kernels start their threading layer through the cached `reload_init`. Any
+    compile still refreshes in full (numba's CompilerBase does so itself)."""
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(target_context)
+    with self._guard_against_spurious_io_errors():
+        return self._load_overload(sig, target_context)
+
+
+if not os.environ.get("TLTOK_FULL_REFRESH"):
+    numba.core.caching.Cache.load_overload = _load_overload_lean
+
+
 def prune_kernel_caches(keep: int = 3) -> list[str]:
     """Delete all but the `keep` most recently used kernel caches besides the current one (older
     versions or sources); returns the folders removed."""
