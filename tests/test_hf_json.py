@@ -851,7 +851,7 @@ def test_scanner_equals_hf_pretokenizer_for_every_code_point(kind):
     in 14 contexts, joined by U+3000."""
     from tltok_jit import patterns as P
     from tltok_jit.kernels.scan import piece_ends
-    from tltok_jit.tables import PATTERN_KINDS, class_tables_for
+    from tltok_jit.tables import PATTERN_CODES, class_tables_for
 
     pt = tokenizers.pre_tokenizers
     if kind == "gpt2":
@@ -866,7 +866,7 @@ def test_scanner_equals_hf_pretokenizer_for_every_code_point(kind):
     for cx in SCANNER_CONTEXTS:
         text = "\u3000".join(cx.format(c=chr(cp)) for cp in ALL_CPS)
         data = text.encode("utf-8")
-        ends = piece_ends(PATTERN_KINDS[kind], np.frombuffer(data, dtype=np.uint8), 0, len(data), s1, s2).tolist()
+        ends = piece_ends(PATTERN_CODES[kind], np.frombuffer(data, dtype=np.uint8), 0, len(data), s1, s2).tolist()
         ours = [data[a:b].decode("utf-8") for a, b in zip([0] + ends[:-1], ends)]
         theirs = [p for p, _ in hf.pre_tokenize_str(text)]
         if ours != theirs:

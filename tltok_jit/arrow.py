@@ -63,9 +63,8 @@ from .kernels import columns as KC
 from .kernels import columns_decode as KD
 from .kernels.column_cuts import all_cuts
 from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
-from .kernels.scan import PAT_CL100K, PAT_GPT2, PAT_O200K
 from .special_policy import SpecialPolicy
-from .tables import table_config
+from .tables import pattern_kind, table_config
 from .threads import parallel, resolve_threads
 
 __all__ = [
@@ -311,7 +310,7 @@ class _State:
         for i, c in enumerate(added):
             self.tok_nl_inner[i] = b"\n" in c[:-1]
             self.tok_sp_inner[i] = b" " in c[1:]
-        self.splittable = table_config(enc.facade.tables).pattern_kind in (PAT_GPT2, PAT_CL100K, PAT_O200K)
+        self.splittable = pattern_kind(enc.facade.tables).column_cuts
         self.counter = np.zeros(1, dtype=np.int64)
         self.local = threading.local()
         self.scratch = np.zeros((1, COUNT_SCRATCH), dtype=np.uint32)

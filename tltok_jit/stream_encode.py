@@ -172,7 +172,8 @@ from .kernels import stream_encode as K
 from .kernels.trees import F_REACH
 from .unicode.classes import CLS_OTHER as _CLS_OTHER
 from .stream_normalize import NormalizingSplitter
-from .tables import TREES_MONOTONE, TREES_SAME, table_config
+from .patterns import KINDS
+from .tables import TREES_MONOTONE, TREES_SAME, pattern_kind, table_config
 from .text import text_to_utf8
 
 __all__ = ["StreamEncoder", "LONG_MIN"]
@@ -182,8 +183,6 @@ _INIT_CAP = 1 << 16
 _POSITION_SLOTS = (K.S_SEG, K.S_PIECE, K.S_ANCH, K.S_EMIT, K.S_LAMEND, K.S_ASCAN, K.S_HELD_K, K.S_CUTDONE,
                    K.S_BLKPIECE, K.S_BLKEND, K.S_WSCAN)
 
-_KIND_NAMES = {K.PAT_GPT2: "gpt2/r50k", K.PAT_CL100K: "cl100k", K.PAT_O200K: "o200k", K.PAT_LLAMA3: "llama3",
-               K.PAT_QWEN2: "qwen2", K.PAT_TEKKEN: "tekken", K.PAT_GPT2_DIGITS: "gpt2+digits"}
 _LONG_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _FORCE_SLOW_COMPAT = False  # tests: check pairs by merging them instead of the fast check
 _DUMMY_LT = K.LongTables(np.full(1, -1, dtype=np.int32), np.full(1, -1, dtype=np.int64),
@@ -290,17 +289,18 @@ class StreamEncoder:
         self._enc = enc
         self._T = enc.facade.tables
         name = getattr(enc, "name", enc)
-        kind = table_config(self._T).pattern_kind
+        kind = pattern_kind(self._T)
         hf = getattr(enc, "_hf", None)
         pipe = None if hf is None or _normalized else hf.pipe
         if pipe is not None:
             why = _not_online(pipe)
             if why:
                 raise NotImplementedError(f"stream encoding of {name!r} is not implemented: {why}")
-        if kind not in K.STREAM_KINDS:
+        if not kind.streams:
             raise NotImplementedError(
                 f"stream encoding is implemented (and its boundary rules proven) for the split patterns "
-                f"{', '.join(_KIND_NAMES.values())}; {name!r} uses scanner kind {kind}")
+                f"{', '.join(k.label for k in KINDS.values() if k.streams)}; {name!r} uses scanner kind "
+                f"{kind.name!r}")
         hf_pipe = None if hf is None else hf.pipe
         self._drop = _drop_mask(enc, hf_pipe)
         self._TP = hf.T_whole_plain if self._drop[256] else self._T

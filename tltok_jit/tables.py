@@ -31,10 +31,18 @@ from . import table_cache
 from .kernels.encode import CFG_IGNORE_MERGES, CFG_PATTERN, CFG_TREES, CFG_USE_CACHE
 from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
+from .patterns import KINDS, PatternKind
 from .unicode import class_tables
 
-PATTERN_KINDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "llama3": PAT_LLAMA3,
+# the kernels' code of each pattern kind (patterns.KINDS says what the kinds are)
+PATTERN_CODES = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "llama3": PAT_LLAMA3,
                  "qwen2": PAT_QWEN2, "tekken": PAT_TEKKEN, "gpt2_digits": PAT_GPT2_DIGITS, "whole": PAT_WHOLE}
+_KIND_OF_CODE = {code: KINDS[name] for name, code in PATTERN_CODES.items()}
+
+
+def pattern_kind(T: Tables) -> PatternKind:
+    """What the scanner of tables `T` is (patterns.PatternKind)."""
+    return _KIND_OF_CODE[int(T.config[CFG_PATTERN])]
 
 # HF's Digits pre-tokenizer splits on Rust's `char::is_numeric` (general category N*), and the Rust
 # that built tokenizers 0.23 has Unicode 17 tables, while its regexes (Oniguruma) and our table are
@@ -228,10 +236,10 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
 
 def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
     where = model.source or model.name
-    if model.pattern_kind not in PATTERN_KINDS:
+    if model.pattern_kind not in PATTERN_CODES:
         raise TokenizerFileError(
             f"{where}: no scanner for split pattern kind {model.pattern_kind!r} "
-            f"(pattern {model.pattern!r}); known kinds: {sorted(PATTERN_KINDS)}")
+            f"(pattern {model.pattern!r}); known kinds: {sorted(PATTERN_CODES)}")
     vocab = model.vocab
     if not vocab:
         raise TokenizerFileError(f"{where}: the vocabulary is empty")
@@ -329,7 +337,7 @@ def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
     char_bpe, tok_flags, crank, split_l, split_r, trees = _merge_trees(
         tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, not model.char_level)
     unreach_filter = unreachable_filter(by_id, ordinary & ((tok_flags & F_REACH) == 0))
-    config = TableConfig(pattern_kind=PATTERN_KINDS[model.pattern_kind], ignore_merges=model.ignore_merges,
+    config = TableConfig(pattern_kind=PATTERN_CODES[model.pattern_kind], ignore_merges=model.ignore_merges,
                          use_cache=use_cache, trees=trees).array()
     made = rank_ids >= 0
     if np.array_equal(rank_ids[made], np.flatnonzero(made)):
