@@ -68,7 +68,7 @@ def _specials(value: str, *, none_word: str | None = None):
 
 def stream_main(args) -> int:
     """Run `tltok stream` with parsed `args`; returns the exit status (CliError for a bad option)."""
-    from .cli_common import SPECIAL_MODES, CliError, load_encoding
+    from .cli_common import CliError, load_encoding, special_kwargs
     from .errors import DisallowedSpecialTokenError
 
     enc = load_encoding(args.encoding, None)
@@ -77,9 +77,8 @@ def stream_main(args) -> int:
     special = getattr(args, "special", None)
     refusing = "--disallowed-special"
     if special is not None:
-        if special not in SPECIAL_MODES:
-            raise CliError(f"unknown --special mode {special!r}; use one of {', '.join(SPECIAL_MODES)}")
-        allowed, disallowed = SPECIAL_MODES[special]["allowed_special"], SPECIAL_MODES[special]["disallowed_special"]
+        kw = special_kwargs(special)
+        allowed, disallowed = kw["allowed_special"], kw["disallowed_special"]
         refusing = "--special error"
     from .stream_encode import StreamEncoder
 

@@ -173,7 +173,7 @@ from .kernels.trees import F_REACH
 from .unicode.classes import CLS_OTHER as _CLS_OTHER
 from .stream_normalize import NormalizingSplitter
 from .patterns import KINDS
-from .tables import TREES_MONOTONE, TREES_SAME, pattern_kind, table_config
+from .tables import TREES_MONOTONE, TREES_SAME, pattern_kind, pow2_at_least, table_config
 from .text import text_to_utf8
 
 __all__ = ["StreamEncoder", "LONG_MIN"]
@@ -243,13 +243,6 @@ def _drop_mask(enc, pipe) -> np.ndarray:
     return mask
 
 
-def _pow2_at_least(n: int) -> int:
-    c = 16
-    while c < n:
-        c <<= 1
-    return c
-
-
 def long_tables(enc) -> K.LongTables:
     """The incremental-BPE tables of `enc` (reverse trie of the tokens, reachability), built once."""
     lt = _LONG_TABLES.get(enc)
@@ -267,7 +260,7 @@ def long_tables(enc) -> K.LongTables:
         order = np.fromiter((vocab[b] for b in order), dtype=np.int64, count=len(order))
         nodes = int(K.rev_trie_nodes(T.tok_bytes, T.tok_offsets, order))
         rt_token, rt_keys, rt_child = K.build_rev_trie(T.tok_bytes, T.tok_offsets, ordinary,
-                                                       _pow2_at_least(2 * nodes + 2))
+                                                       pow2_at_least(2 * nodes + 2))
         trees = table_config(T).trees  # the merge trees were built with the tables (tables._merge_trees)
         if not trees & TREES_SAME:
             raise RuntimeError("stream encoder: the merge trees disagree with merge_symbols")

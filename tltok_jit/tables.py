@@ -153,7 +153,8 @@ class Compiled:
     unicode_version: str
 
 
-def _pow2_at_least(n: int) -> int:
+def pow2_at_least(n: int) -> int:
+    """The least power of two >= max(n, 16) (hash-table sizes)."""
     c = 16
     while c < n:
         c <<= 1
@@ -288,11 +289,11 @@ def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
 
     ordinary = np.zeros(n_vocab, dtype=np.bool_)
     ordinary[np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab))] = True
-    slots, slot_hash, dup = build_vocab_table(tok_bytes, offsets, ordinary, _pow2_at_least(2 * len(vocab)))
+    slots, slot_hash, dup = build_vocab_table(tok_bytes, offsets, ordinary, pow2_at_least(2 * len(vocab)))
     if dup >= 0:
         raise TokenizerFileError(f"{where}: token {dup} repeats the bytes of another token")
 
-    short_vocab = aligned_zeros(SHORT_WORDS * _pow2_at_least(2 * count_short(offsets, ordinary)), np.uint64)
+    short_vocab = aligned_zeros(SHORT_WORDS * pow2_at_least(2 * count_short(offsets, ordinary)), np.uint64)
     fill_short_table(short_vocab, tok_bytes, offsets, ordinary)
 
     byte_ids = np.full(256, -1, dtype=np.int32)
@@ -325,12 +326,12 @@ def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
     if len(ranks) and int(ranks.max()) > MAX_PAIR_RANK:
         raise TokenizerFileError(f"{where}: {int(ranks.max()) + 1} merge ranks; the merge table holds up to "
                                  f"{MAX_PAIR_RANK + 1}")
-    pair_slots, rank_ids, _repeated = insert_pairs(lefts, rights, ranks, ids, _pow2_at_least(2 * max(len(lefts), 1)))
+    pair_slots, rank_ids, _repeated = insert_pairs(lefts, rights, ranks, ids, pow2_at_least(2 * max(len(lefts), 1)))
     # read-only from here: the build kernels below then share their merge kernels' variant with encoding
     _readonly(tok_bytes, offsets, byte_ids, pair_slots, rank_ids, ordinary, slots, slot_hash)
 
     byte_pairs = build_byte_pairs(byte_ids, pair_slots, rank_ids)
-    pair_bloom = build_pair_bloom(pair_slots, min(_pow2_at_least(len(lefts) * BLOOM_BITS_PER_PAIR // 64), 1 << 24))
+    pair_bloom = build_pair_bloom(pair_slots, min(pow2_at_least(len(lefts) * BLOOM_BITS_PER_PAIR // 64), 1 << 24))
     stage1, stage2, uversion = class_tables_for(model.pattern_kind)
     root, starts, ebyte, echild, token_at = _build_trie(added_contents)
     added_ids = np.array([t.id for t in model.added_tokens], dtype=np.int32)
