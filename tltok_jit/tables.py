@@ -31,16 +31,11 @@ from . import table_cache
 from .kernels.encode import CFG_IGNORE_MERGES, CFG_PATTERN, CFG_TREES, CFG_USE_CACHE
 from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
+from .pipeline.pre_tokenizers import RUST_NUMERIC_EXTRA  # the characters only HF's Digits counts as numbers
 from .unicode import class_tables
 
 PATTERN_KINDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "llama3": PAT_LLAMA3,
                  "qwen2": PAT_QWEN2, "tekken": PAT_TEKKEN, "gpt2_digits": PAT_GPT2_DIGITS, "whole": PAT_WHOLE}
-
-# HF's Digits pre-tokenizer splits on Rust's `char::is_numeric` (general category N*), and the Rust
-# that built tokenizers 0.23 has Unicode 17 tables, while its regexes (Oniguruma) and our table are
-# Unicode 16: these 13 characters (Tolong Siki digits, U+16FF4..6) are numbers to Digits only.
-# Measured with `pre_tokenizers.Digits(individual_digits=True).pre_tokenize_str` over all code points.
-RUST_NUMERIC_EXTRA = tuple(range(0x11DE0, 0x11DEA)) + (0x16FF4, 0x16FF5, 0x16FF6)
 
 
 @lru_cache(maxsize=None)

@@ -66,7 +66,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import unicodedata
 import warnings
 from dataclasses import dataclass, field
@@ -76,6 +75,12 @@ import numpy as np
 from ..decoder_chain import DecoderChain
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
 from ..model import AddedToken, ModelDescription
+from ..pipeline.decoders import Decoder, read_decoders
+from ..pipeline.normalizers import NFC, NFC_POST9_RANGES, Normalizer, hf_nfc, normalize, read_normalizers  # noqa: F401
+from ..pipeline.onig import compile_onig, onig_find_iter, onig_to_python  # noqa: F401  (re-exported)
+from ..pipeline.post_processors import read_post_processors, template_ids
+from ..pipeline.pre_tokenizers import ByteLevel, Digits, Metaspace, PreTokenizer, pre_tokenize, read_pre_tokenizers
+from ..pipeline.pre_tokenizers import metaspace_split as _metaspace, split_pieces as _split_behavior  # noqa: F401
 from ..unicode.regex16 import CLASS_PROPS as _CLASS_PROPS, unicode16_text as _unicode16_text  # noqa: F401
 from .byte_alphabet import BYTE_TO_CHAR, CHAR_TO_BYTE, beta_decode, bytes_to_unicode  # noqa: F401  (re-exported)
 
@@ -99,87 +104,30 @@ class SlowPretokenizerWarning(UserWarning):
 
 
 # ------------------------------------------------------------------------------------------------
-# GPT-2's byte alphabet
-# ------------------------------------------------------------------------------------------------
-
-# ------------------------------------------------------------------------------------------------
-# NFC as `tokenizers` computes it
-# ------------------------------------------------------------------------------------------------
-
-# `tokenizers` normalizes with the `unicode-normalization-alignments` crate, whose tables are
-# Unicode 9.0. Characters that are normalization-relevant in later versions (a non-zero combining
-# class, a canonical decomposition, or a part of a canonical composition) are unassigned there,
-# i.e. starters that never compose. Measured against `normalizers.NFC()` (tokenizers 0.23.3) from
-# the Unicode 16 data: these are exactly the characters whose behaviour differs. Such a character
-# is a composition and reordering barrier in Unicode 9, so NFC_9(x D y) = NFC(x) D NFC(y) whenever
-# x, y contain no listed character, and there Python's NFC (any version >= 9) agrees with Unicode 9
-# (normalization stability). Verified on 300k random strings of marks, decomposables and Hangul.
-_NFC_POST9 = (
-    "0x7fd 0x897-0x89f 0x8ca-0x8d3 0x9fe 0xc3c 0xd3b 0xd3c 0xeba 0x1715 0x1abf-0x1ace 0x1df6-0x1dfa "
-    "0xa82c 0x105c9 0x105d2 0x105da 0x105e4 0x10d24-0x10d27 0x10d69-0x10d6d 0x10eab 0x10eac "
-    "0x10efd-0x10eff 0x10f46-0x10f50 0x10f82-0x10f85 0x11070 0x1133b 0x11382-0x11385 0x1138b 0x1138e "
-    "0x11390 0x11391 0x113b8 0x113bb 0x113c2 0x113c5 0x113c7-0x113c9 0x113ce-0x113d0 0x1145e 0x11839 "
-    "0x1183a 0x11930 0x11935 0x11938 0x1193d 0x1193e 0x11943 0x119e0 0x11a34 0x11a47 0x11a99 0x11d42 "
-    "0x11d44 0x11d45 0x11d97 0x11f41 0x11f42 0x1611e-0x16129 0x1612f 0x16d63 0x16d67-0x16d6a "
-    "0x16ff0 0x16ff1 0x1e08f 0x1e130-0x1e136 0x1e2ae 0x1e2ec-0x1e2ef 0x1e4ec-0x1e4ef 0x1e5ee 0x1e5ef"
-)
-
-
-def _ranges(spec: str) -> list[tuple[int, int]]:
-    out = []
-    for item in spec.split():
-        a, _, b = item.partition("-")
-        out.append((int(a, 16), int(b or a, 16)))
-    return out
-
-
-NFC_POST9_RANGES = _ranges(_NFC_POST9)
-_NFC_BARRIER_RE = re.compile(
-    "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b != a else "") for a, b in NFC_POST9_RANGES) + "]")
-
-
-def hf_nfc(text: str) -> str:
-    """NFC exactly as `tokenizers`' NFC normalizer (Unicode 9.0 tables) computes it."""
-    if _NFC_BARRIER_RE.search(text) is None:
-        return unicodedata.normalize("NFC", text)
-    parts = _NFC_BARRIER_RE.split(text)
-    seps = _NFC_BARRIER_RE.findall(text)
-    out = [unicodedata.normalize("NFC", parts[0])]
-    for sep, part in zip(seps, parts[1:]):
-        out.append(sep)
-        out.append(unicodedata.normalize("NFC", part))
-    return "".join(out)
-
-
-# ------------------------------------------------------------------------------------------------
 # The pipeline description (plain data) a loader attaches to the ModelDescription
 # ------------------------------------------------------------------------------------------------
 
 @dataclass
 class HFPipeline:
-    """What `tokenizers` does around the BPE model, in the form the Encoding runs it.
+    """What `tokenizers` does around the BPE model, as `pipeline` stage objects.
 
-    normalizers:  ("nfc",) / ("prepend", s) / ("replace", old, new), applied in order to the text
-                  between added tokens (never to the added tokens themselves).
-    pre_steps:    Python pretokenizer steps when no scanner implements the pre-tokenizer, else None:
-                  ("split", pattern, behavior, invert) / ("digits", individual) / ("gpt2",) /
-                  ("metaspace", replacement, prepend_scheme, split).
+    normalizers:  `pipeline.normalizers` stages, applied in order to the text between added tokens
+                  (never to the added tokens themselves).
+    pre_steps:    `pipeline.pre_tokenizers` stages run in Python when no scanner implements the
+                  pre-tokenizer, else None.
     prefix_ids / suffix_ids: what `add_special_tokens=True` puts around a single sequence.
-    decoder:      None = byte gather (ByteLevel); else the Python decoder chain, steps
-                  ("bytelevel",) / ("replace", old, new) / ("bytefallback",) / ("fuse",) /
-                  ("strip", content, start, stop) / ("metaspace", replacement, prepend_scheme) /
-                  ("join_space",).
+    decoder:      None = byte gather (ByteLevel); else the `pipeline.decoders` stages of the chain.
     token_strings: id -> token string (for Python decoders); None when unused.
     special_ids:  added tokens with special=True (skipped by decode(skip_special_tokens=True)).
     missing_bytes: single bytes absent from a byte-level vocabulary (dropped, as HF does).
     fallback_ids / unk_id / fuse_unk: character-level (SentencePiece-style) BPE.
     """
 
-    normalizers: tuple = ()
-    pre_steps: tuple | None = None
-    prefix_ids: tuple = ()
-    suffix_ids: tuple = ()
-    decoder: tuple | None = None
+    normalizers: tuple[Normalizer, ...] = ()
+    pre_steps: tuple[PreTokenizer, ...] | None = None
+    prefix_ids: tuple[int, ...] = ()
+    suffix_ids: tuple[int, ...] = ()
+    decoder: tuple[Decoder, ...] | None = None
     token_strings: list | None = None
     special_ids: frozenset = frozenset()
     missing_bytes: bytes = b""
@@ -212,185 +160,6 @@ def _load_json(path) -> object:
         raise TokenizerFileError(f"{p}: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise TokenizerFileError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-
-
-def _type(obj, where, fieldname):
-    if not isinstance(obj, dict):
-        raise TokenizerFileError(f"{where}: {fieldname} must be an object, got {type(obj).__name__}")
-    t = obj.get("type")
-    return t
-
-
-_SPLIT_BEHAVIORS = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"}
-
-
-def _flatten_pre(pre, where, fieldname="pre_tokenizer") -> list[tuple]:
-    """pre_tokenizer JSON -> steps ("bytelevel", use_regex) / ("split", pattern, behavior, invert) /
-    ("digits", individual) / ("metaspace", replacement, prepend_scheme, split)."""
-    if pre is None:
-        return []
-    t = _type(pre, where, fieldname)
-    if t == "Sequence":
-        steps = []
-        items = pre.get("pretokenizers")
-        if not isinstance(items, list):
-            raise TokenizerFileError(f"{where}: {fieldname}.pretokenizers must be a list")
-        for i, p in enumerate(items):
-            steps += _flatten_pre(p, where, f"{fieldname}.pretokenizers[{i}]")
-        return steps
-    if t == "ByteLevel":
-        if pre.get("add_prefix_space", False):
-            raise UnsupportedTokenizerError(where, f"{fieldname}.add_prefix_space", pre.get("add_prefix_space"),
-                                            "ByteLevel with add_prefix_space")
-        return [("bytelevel", bool(pre.get("use_regex", True)))]
-    if t == "Split":
-        pat = pre.get("pattern")
-        if not isinstance(pat, dict) or len(pat) != 1 or not isinstance(next(iter(pat.values())), str):
-            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat)
-        (ptype, ptext), = pat.items()
-        if ptype == "String":
-            import regex
-
-            ptext = regex.escape(ptext)
-        elif ptype != "Regex":
-            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat)
-        invert = pre.get("invert", False)
-        if not isinstance(invert, bool):
-            raise UnsupportedTokenizerError(where, f"{fieldname}.invert", invert)
-        behavior = pre.get("behavior", "Isolated")
-        if behavior not in _SPLIT_BEHAVIORS:
-            raise UnsupportedTokenizerError(where, f"{fieldname}.behavior", behavior)
-        try:
-            compile_onig(ptext)
-        except ValueError as e:
-            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat, str(e)) from None
-        return [("split", ptext, behavior, invert)]
-    if t == "Digits":
-        return [("digits", bool(pre.get("individual_digits", False)))]
-    if t == "Metaspace":
-        return [("metaspace",) + _metaspace_fields(pre, where, fieldname) + (bool(pre.get("split", True)),)]
-    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t,
-                                    "supported: ByteLevel, Split, Digits, Metaspace, Sequence")
-
-
-def _metaspace_fields(obj, where, fieldname) -> tuple[str, str]:
-    rep = obj.get("replacement", "\u2581")
-    if not isinstance(rep, str) or len(rep) != 1:
-        raise UnsupportedTokenizerError(where, f"{fieldname}.replacement", rep, "one character")
-    scheme = obj.get("prepend_scheme")
-    if scheme is None:  # the older form
-        scheme = "always" if obj.get("add_prefix_space", True) else "never"
-    if scheme not in ("always", "first", "never"):
-        raise UnsupportedTokenizerError(where, f"{fieldname}.prepend_scheme", scheme)
-    return rep, scheme
-
-
-def _flatten(obj, where, fieldname, listkey) -> list[dict]:
-    if obj is None:
-        return []
-    t = _type(obj, where, fieldname)
-    if t == "Sequence":
-        items = obj.get(listkey)
-        if not isinstance(items, list):
-            raise TokenizerFileError(f"{where}: {fieldname}.{listkey} must be a list")
-        out = []
-        for i, x in enumerate(items):
-            out += [(f"{fieldname}.{listkey}[{i}]" if f == fieldname else f, d)
-                    for f, d in _flatten(x, where, f"{fieldname}.{listkey}[{i}]", listkey)]
-        return out
-    return [(fieldname, obj)]
-
-
-def _normalizers(norm, where) -> tuple:
-    steps = []
-    for fname, n in _flatten(norm, where, "normalizer", "normalizers"):
-        t = n.get("type")
-        if t == "NFC":
-            steps.append(("nfc",))
-        elif t == "Prepend":
-            s = n.get("prepend")
-            if not isinstance(s, str):
-                raise TokenizerFileError(f"{where}: {fname}.prepend must be a string")
-            steps.append(("prepend", s))
-        elif t == "Replace":
-            pat = n.get("pattern")
-            content = n.get("content")
-            if not (isinstance(pat, dict) and set(pat) == {"String"} and isinstance(pat["String"], str)):
-                raise UnsupportedTokenizerError(where, f"{fname}.pattern", pat, "only String patterns")
-            if not isinstance(content, str) or not pat["String"]:
-                raise TokenizerFileError(f"{where}: {fname} needs a non-empty pattern and a string content")
-            steps.append(("replace", pat["String"], content))
-        else:
-            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported normalizers: NFC, Prepend, Replace, Sequence")
-    return tuple(steps)
-
-
-def _decoders(dec, where, byte_level: bool) -> tuple | None:
-    if dec is None:
-        return (("join_space",),)
-    steps = []
-    for fname, d in _flatten(dec, where, "decoder", "decoders"):
-        t = d.get("type")
-        if t == "ByteLevel":
-            steps.append(("bytelevel",))
-        elif t == "Replace":
-            pat = d.get("pattern")
-            if not (isinstance(pat, dict) and set(pat) == {"String"} and isinstance(pat["String"], str)):
-                raise UnsupportedTokenizerError(where, f"{fname}.pattern", pat, "only String patterns")
-            steps.append(("replace", pat["String"], d.get("content", "")))
-        elif t == "ByteFallback":
-            steps.append(("bytefallback",))
-        elif t == "Fuse":
-            steps.append(("fuse",))
-        elif t == "Strip":
-            steps.append(("strip", d.get("content", " "), int(d.get("start", 0)), int(d.get("stop", 0))))
-        elif t == "Metaspace":
-            steps.append(("metaspace",) + _metaspace_fields(d, where, fname))
-        else:
-            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported decoders: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence")
-    if byte_level and steps == [("bytelevel",)]:
-        return None  # the kernels' byte gather
-    return tuple(steps)
-
-
-def _post_processor(post, where) -> tuple[tuple, tuple]:
-    prefix: list[int] = []
-    suffix: list[int] = []
-    seen_template = False
-    for fname, p in _flatten(post, where, "post_processor", "processors"):
-        t = p.get("type")
-        if t == "ByteLevel":
-            continue  # offsets only
-        if t != "TemplateProcessing":
-            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported post-processors: ByteLevel, TemplateProcessing, Sequence")
-        if seen_template:
-            raise UnsupportedTokenizerError(where, fname, "a second TemplateProcessing")
-        seen_template = True
-        specials = p.get("special_tokens") or {}
-        single = p.get("single")
-        if not isinstance(single, list):
-            raise TokenizerFileError(f"{where}: {fname}.single must be a list")
-        before = True
-        for item in single:
-            if not isinstance(item, dict) or len(item) != 1:
-                raise TokenizerFileError(f"{where}: {fname}.single has a malformed item {item!r}")
-            (k, v), = item.items()
-            if k == "Sequence":
-                if v.get("id") != "A":
-                    raise UnsupportedTokenizerError(where, f"{fname}.single", single, "single uses sequence B")
-                before = False
-            elif k == "SpecialToken":
-                name = v.get("id")
-                sp = specials.get(name)
-                if sp is None or not isinstance(sp.get("ids"), list):
-                    raise TokenizerFileError(f"{where}: {fname}.single uses {name!r}, not in special_tokens")
-                (prefix if before else suffix).extend(int(i) for i in sp["ids"])
-            else:
-                raise TokenizerFileError(f"{where}: {fname}.single has a malformed item {item!r}")
-    return tuple(prefix), tuple(suffix)
 
 
 def _added_token(d, where, fname) -> AddedToken:
@@ -513,26 +282,26 @@ def _config_added(config_path, tokens: list[AddedToken], av: _AddedVocab) -> lis
     return list(tokens) + _assign_ids(new, av, where_cfg, "in added_tokens_decoder")
 
 
-def _scanner_kind(steps: list[tuple]) -> tuple[str | None, str]:
+def _scanner_kind(steps: list[PreTokenizer]) -> tuple[str | None, str]:
     """(pattern kind or None, the split pattern text) of byte-level pre-tokenizer steps (ByteLevel last)."""
     from ..patterns import GPT2_ORIGINAL_PATTERN, kind_of_pattern
 
     *head, last = steps
-    assert last[0] == "bytelevel"
-    if last[1]:  # ByteLevel(use_regex=true): GPT-2's original regex after the other steps
+    assert isinstance(last, ByteLevel)
+    if last.use_regex:  # ByteLevel(use_regex=true): GPT-2's original regex after the other steps
         if not head:
             return "gpt2", GPT2_ORIGINAL_PATTERN
-        if head == [("digits", True)]:
+        if head == [Digits(individual=True)]:
             return "gpt2_digits", GPT2_ORIGINAL_PATTERN
         return None, GPT2_ORIGINAL_PATTERN
     if not head:
         return "whole", ""
-    if len(head) == 1 and head[0][0] == "split" and head[0][2] == "Isolated" and not head[0][3]:
-        kind = kind_of_pattern(head[0][1])
+    if len(head) == 1 and head[0].isolated_pattern is not None:
+        kind = kind_of_pattern(head[0].isolated_pattern)
         if kind in ("llama3", "qwen2", "tekken", "gpt2"):
-            return kind, head[0][1]
-        return None, head[0][1]
-    return None, " + ".join(s[1] if s[0] == "split" else s[0] for s in head)
+            return kind, head[0].isolated_pattern
+        return None, head[0].isolated_pattern
+    return None, " + ".join(s.label for s in head)
 
 
 def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = None, *,
@@ -570,14 +339,14 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         raise TokenizerFileError(f"{where}: model.merges must be a list")
     pairs = _check_merges(_merge_pairs(merges_raw, where), vocab_str, where)
 
-    steps = _flatten_pre(d.get("pre_tokenizer"), where)
-    byte_level = any(s[0] == "bytelevel" for s in steps)
-    if byte_level and any(s[0] == "metaspace" for s in steps):
+    steps = read_pre_tokenizers(d.get("pre_tokenizer"), where)
+    byte_level = any(isinstance(s, ByteLevel) for s in steps)
+    if byte_level and any(isinstance(s, Metaspace) for s in steps):
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"), "Metaspace with ByteLevel")
-    if byte_level and steps[-1][0] != "bytelevel":
+    if byte_level and not isinstance(steps[-1], ByteLevel):
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"),
                                         "ByteLevel must be the last pre-tokenizer step")
-    if sum(s[0] == "bytelevel" for s in steps) > 1:
+    if sum(isinstance(s, ByteLevel) for s in steps) > 1:
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"), "two ByteLevel steps")
 
     # vocabulary -> bytes
@@ -611,7 +380,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         if t.id in id_to_str and id_to_str[t.id] != t.content:
             raise TokenizerFileError(f"{where}: added token {t.content!r} has id {t.id}, which is vocabulary "
                                      f"token {id_to_str[t.id]!r}")
-    normalizers = _normalizers(d.get("normalizer"), where)
+    normalizers = read_normalizers(d.get("normalizer"), where)
     if normalizers and any(t.normalized for t in added):
         raise UnsupportedTokenizerError(where, "added_tokens[].normalized", True,
                                         "normalized added tokens with a normalizer")
@@ -625,17 +394,17 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
     if byte_level:
         kind, pattern = _scanner_kind(steps)
         if kind is None:
-            pre_steps = tuple(("gpt2",) if s == ("bytelevel", True) else s for s in steps if s != ("bytelevel", False))
+            pre_steps = tuple(steps)
     else:
         if model.get("ignore_merges", False):
             raise UnsupportedTokenizerError(where, "model.ignore_merges", True, "with a character-level model")
         kind, pattern = "whole", ""
         if steps:
             pre_steps = tuple(steps)
-            pattern = " + ".join(s[1] if s[0] == "split" else s[0] for s in steps)
+            pattern = " + ".join(s.label for s in steps)
     if pre_steps is not None:
         kind = "whole"
-    if pre_steps is not None and any(s[0] != "metaspace" for s in pre_steps):
+    if pre_steps is not None and any(not isinstance(s, Metaspace) for s in pre_steps):
         warnings.warn(f"{where}: no hand-written scanner for the pre-tokenizer {pattern!r}; it runs in Python "
                       "with the `regex` module (exact for these steps, slow)", SlowPretokenizerWarning, stacklevel=3)
 
@@ -668,7 +437,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
                 added_bytes[t.id] = b
         added_bytes = added_bytes or None
 
-    decoder = _decoders(d.get("decoder"), where, byte_level)
+    decoder = read_decoders(d.get("decoder"), where, byte_level)
     token_strings = None
     if decoder is not None:
         n = max([*vocab_str.values(), *(t.id for t in added)]) + 1
@@ -677,7 +446,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
             token_strings[i] = s
         for t in added:
             token_strings[t.id] = t.content
-    prefix_ids, suffix_ids = _post_processor(d.get("post_processor"), where)
+    prefix_ids, suffix_ids = template_ids(read_post_processors(d.get("post_processor"), where))
     known_ids = set(vocab_str.values()) | {t.id for t in added}
     for i in prefix_ids + suffix_ids:
         if i not in known_ids:
@@ -718,240 +487,6 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
 # Runtime: what the Encoding calls
 # ------------------------------------------------------------------------------------------------
 
-def _apply_behavior(segs: list[tuple[str, bool]], behavior: str) -> list[str]:
-    """tokenizers' SplitDelimiterBehavior over (text, is_match) pieces, with its exact folds."""
-    if behavior == "Isolated":
-        return [t for t, _ in segs]
-    if behavior == "Removed":
-        return [t for t, m in segs if not m]
-    out: list[str] = []
-    prev = False
-    if behavior == "MergedWithPrevious":  # a match joins the piece before it unless that was a match
-        for t, m in segs:
-            if m and not prev and out:
-                out[-1] += t
-            else:
-                out.append(t)
-            prev = m
-        return out
-    if behavior == "MergedWithNext":  # folded from the right: a match joins the piece after it
-        for t, m in reversed(segs):
-            if m and not prev and out:
-                out[-1] = t + out[-1]
-            else:
-                out.append(t)
-            prev = m
-        return out[::-1]
-    if behavior == "Contiguous":  # consecutive pieces of the same kind are one
-        for t, m in segs:
-            if m == prev and out:
-                out[-1] += t
-            else:
-                out.append(t)
-            prev = m
-        return out
-    raise ValueError(behavior)
-
-
-def onig_find_iter(compiled, s: str):
-    """(start, end) of the matches `tokenizers`' Split finds: leftmost-first matches resuming at the
-    end of the previous one, an empty match ending where the previous match ended is dropped (the
-    search moves one character on). Python's `finditer` keeps such an empty match after a
-    non-empty one (e.g. `(?=a)|b` on "ba"), and empty matches still split."""
-    n = len(s)
-    pos = 0
-    last_end = -1
-    while pos <= n:
-        m = compiled.search(s, pos)
-        if m is None:
-            return
-        a, e = m.span()
-        if a == e and e == last_end:
-            pos += 1
-            continue
-        pos = last_end = e
-        yield a, e
-
-
-def _split_behavior(pieces: list[str], compiled, behavior: str, invert: bool = False,
-                    first_at_start: bool = False) -> tuple[list[str], bool]:
-    """tokenizers' Split pre-tokenizer on each piece: the matches (empty ones included) and the text
-    between them (`invert`: the other way round), folded by the behavior; empty pieces dropped.
-    Returns the pieces and whether the first one begins at offset 0 of the text (given whether
-    pieces[0] did)."""
-    out: list[str] = []
-    for k, p in enumerate(pieces):
-        if not p:
-            continue
-        q = _unicode16_text(p)  # same length: the match positions hold for p
-        pos = 0
-        segs: list[tuple[str, bool]] = []
-        for a, e in onig_find_iter(compiled, q):
-            if a > pos:
-                segs.append((p[pos:a], invert))
-            segs.append((p[a:e], not invert))
-            pos = e
-        if pos < len(p):
-            segs.append((p[pos:], invert))
-        if not out:
-            # the output pieces cover the input contiguously, except Removed's dropped matches
-            first_at_start = first_at_start and k == 0
-            if first_at_start and behavior == "Removed":
-                lead = next((i for i, (t, m) in enumerate(segs) if t and not m), len(segs))
-                first_at_start = not any(t for t, m in segs[:lead] if m)
-        out += [t for t in _apply_behavior(segs, behavior) if t]
-    return out, first_at_start and bool(out)
-
-
-# ------------------------------------------------------------------------------------------------
-# Oniguruma patterns on the `regex` module (the Python pretokenizer)
-# ------------------------------------------------------------------------------------------------
-
-_ONIG_FLAGS = {"i": "i", "m": "s", "x": "x", "-": "-"}  # Oniguruma's (?m) is dot-all
-
-
-def onig_to_python(pat: str) -> str:
-    """An Oniguruma pattern (the syntax `tokenizers` compiles Split patterns with) as a `regex` module
-    pattern with the same matches: `^` / `$` are line anchors there, `\\Z` also matches before a final
-    newline, `\\z` is the end, `(?m)` is dot-all, `\\h` is a hex digit, `\\x{...}` a code point.
-    ValueError for constructs with no safe translation (nested classes, `&&`, other group flags)."""
-    out: list[str] = []
-    i, n = 0, len(pat)
-    in_class = False
-    while i < n:
-        c = pat[i]
-        if c == "\\":
-            if i + 1 >= n:
-                raise ValueError("pattern ends with a backslash")
-            d = pat[i + 1]
-            if d == "x" and pat.startswith("{", i + 2):
-                j = pat.find("}", i)
-                try:
-                    cp = int(pat[i + 3:j], 16)
-                except ValueError:
-                    raise ValueError(f"bad escape {pat[i:j + 1]!r}") from None
-                out.append(f"\\U{cp:08x}")
-                i = j + 1
-                continue
-            if d in "pP" and pat.startswith("{", i + 2):
-                j = pat.find("}", i)
-                if j < 0:
-                    raise ValueError("unterminated \\p{")
-                out.append(pat[i:j + 1])
-                i = j + 1
-                continue
-            if d == "h":
-                out.append("0-9a-fA-F" if in_class else "[0-9a-fA-F]")
-            elif d == "H" and not in_class:
-                out.append("[^0-9a-fA-F]")
-            elif d == "z" and not in_class:
-                out.append("\\Z")
-            elif d == "Z" and not in_class:
-                out.append("(?=\\n?\\Z)")
-            elif d in "HzZ":
-                raise ValueError(f"\\{d} inside a character class")
-            else:
-                out.append(pat[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            if c == "[":
-                if not pat.startswith("[:", i):
-                    raise ValueError("nested character classes")
-                j = pat.find(":]", i)
-                if j < 0:
-                    raise ValueError("unterminated POSIX bracket")
-                out.append(pat[i:j + 2])
-                i = j + 2
-                continue
-            if pat.startswith("&&", i):
-                raise ValueError("character-class intersection (&&)")
-            if c == "]":
-                in_class = False
-            out.append(c)
-            i += 1
-            continue
-        if c == "[":
-            in_class = True
-            out.append(c)
-            i += 1
-            if pat.startswith("^", i):
-                out.append("^")
-                i += 1
-            if pat.startswith("]", i):  # a leading ] is literal
-                out.append("\\]")
-                i += 1
-            continue
-        if c == "^":
-            out.append("(?m:^)")
-        elif c == "$":
-            out.append("(?m:$)")
-        elif c == "(" and pat.startswith("(?", i) and i + 2 < n and (pat[i + 2].isalpha() or pat[i + 2] == "-"):
-            j = i + 2
-            while j < n and pat[j] in _ONIG_FLAGS:
-                j += 1
-            if j >= n or pat[j] not in ":)":
-                raise ValueError(f"group option {pat[i:j + 1]!r}")
-            flags = "".join(_ONIG_FLAGS[f] for f in pat[i + 2:j])
-            out.append("(?" + flags + pat[j])
-            i = j + 1
-            continue
-        else:
-            out.append(c)
-        i += 1
-    if in_class:
-        raise ValueError("unterminated character class")
-    return "".join(out)
-
-
-def compile_onig(pat: str):
-    """`regex` compiled form of an Oniguruma pattern (see onig_to_python); ValueError if unsupported."""
-    import regex
-
-    py = onig_to_python(pat)
-    try:
-        return regex.compile(py)
-    except regex.error as e:
-        raise ValueError(f"the regex module rejects it: {e}") from None
-
-
-def _metaspace(pieces: list[str], rep: str, scheme: str, split: bool, at_start: bool) -> list[str]:
-    """tokenizers' Metaspace pre-tokenizer: spaces -> `rep`, `rep` prepended unless the piece starts
-    with it (scheme "always"; "first": only the piece at offset 0 of the original text), then split
-    before every `rep` (MergedWithNext)."""
-    out: list[str] = []
-    for k, p in enumerate(pieces):
-        if not p:
-            continue
-        p = p.replace(" ", rep)
-        if not p.startswith(rep) and (scheme == "always" or (scheme == "first" and at_start and k == 0)):
-            p = rep + p
-        if not split:
-            out.append(p)
-            continue
-        segs: list[tuple[str, bool]] = []
-        pos = 0
-        while True:
-            j = p.find(rep, pos)
-            if j < 0:
-                break
-            if j > pos:
-                segs.append((p[pos:j], False))
-            segs.append((rep, True))
-            pos = j + len(rep)
-        if pos < len(p):
-            segs.append((p[pos:], False))
-        out += _apply_behavior(segs, "MergedWithNext")
-    return out
-
-
-def _is_digit_char(ch: str) -> bool:
-    from ..tables import RUST_NUMERIC_EXTRA
-    from ..unicode import CLS_NUMBER, char_class
-
-    return char_class(ch) == CLS_NUMBER or ord(ch) in RUST_NUMERIC_EXTRA
-
-
 class HFRuntime:
     """Runs an HFPipeline around the kernels of one Encoding."""
 
@@ -964,19 +499,8 @@ class HFRuntime:
         self.always_text_path = pipe.char_level or pipe.pre_steps is not None
         self.prefix = np.array(pipe.prefix_ids, dtype=np.uint32)
         self.suffix = np.array(pipe.suffix_ids, dtype=np.uint32)
-        self._compiled_steps = None
-        if pipe.pre_steps is not None:
-            steps = []
-            for s in pipe.pre_steps:
-                if s[0] == "split":
-                    steps.append(("split", compile_onig(s[1]), s[2], s[3]))
-                elif s[0] == "gpt2":
-                    from ..patterns import GPT2_ORIGINAL_PATTERN
-
-                    steps.append(("split", compile_onig(GPT2_ORIGINAL_PATTERN), "Isolated", False))
-                else:
-                    steps.append(s)
-            self._compiled_steps = steps
+        self.pre_steps = pipe.pre_steps
+        self.nfc_only = pipe.normalizers == (NFC(),)
         self.special_ids = np.array(sorted(pipe.special_ids), dtype=np.int64)
         # whether some texts need Python around the kernels (else every path is the kernels' own)
         self.needs_python = self.always_text_path or self.has_norm or bool(self.missing)
@@ -1009,16 +533,7 @@ class HFRuntime:
 
     # -------------------------------------------------------------- normalization
     def normalize(self, s: str) -> str:
-        for step in self.pipe.normalizers:
-            if not s:
-                return s
-            if step[0] == "nfc":
-                s = hf_nfc(s)
-            elif step[0] == "prepend":
-                s = step[1] + s
-            elif step[0] == "replace":
-                s = s.replace(step[1], step[2])
-        return s
+        return normalize(self.pipe.normalizers, s)
 
     def text_is_plain(self, text: str, data: bytes) -> bool:
         """Whether the byte-level kernels alone encode `text` exactly (normalization changes nothing
@@ -1028,7 +543,7 @@ class HFRuntime:
         if self.missing and len(data.translate(None, self.missing)) != len(data):
             return False
         if self.has_norm:
-            if self.pipe.normalizers == (("nfc",),):
+            if self.nfc_only:
                 # Python-NFC-stable => tokenizers-NFC-stable (hf_nfc splits at Unicode-9 barriers, and the
                 # parts of an NFC string are NFC); quick check in C, immediate for ASCII
                 return unicodedata.is_normalized("NFC", text)
@@ -1038,31 +553,6 @@ class HFRuntime:
         return True
 
     # -------------------------------------------------------------- encoding
-    def _pretokenize(self, s: str, at_start: bool = True) -> list[str]:
-        pieces = [s]
-        first_at_start = at_start  # pieces[0] begins at offset 0 of the text (Metaspace "first")
-        for step in self._compiled_steps:
-            if step[0] == "split":
-                pieces, first_at_start = _split_behavior(pieces, step[1], step[2], step[3], first_at_start)
-            elif step[0] == "metaspace":
-                pieces = _metaspace(pieces, step[1], step[2], step[3], first_at_start)
-            elif step[0] == "digits":
-                out = []
-                for p in pieces:
-                    cur = ""
-                    prev_d = False
-                    for ch in p:
-                        d = _is_digit_char(ch)
-                        if cur and (d != prev_d or (d and step[1])):
-                            out.append(cur)
-                            cur = ""
-                        cur += ch
-                        prev_d = d
-                    if cur:
-                        out.append(cur)
-                pieces = out
-        return [p for p in pieces if p]
-
     def _run_rows_offsets(self, rows: list[bytes], T) -> tuple[np.ndarray, np.ndarray]:
         """(ids of all rows, int64 offsets of each row's ids in them)."""
         from ..kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows
@@ -1095,8 +585,8 @@ class HFRuntime:
         seg = self.normalize(seg)
         if not seg:
             return []
-        if self._compiled_steps is not None:
-            return [p.encode("utf-8") for p in self._pretokenize(seg, at_start)]
+        if self.pre_steps is not None:
+            return [p.encode("utf-8") for p in pre_tokenize(self.pre_steps, seg, at_start)]
         return [seg.encode("utf-8")]
 
     def _segment_ids(self, seg: str, at_start: bool = True) -> list[np.ndarray]:
@@ -1108,12 +598,12 @@ class HFRuntime:
         if not seg:
             return []
         data = seg.encode("utf-8")
-        if self._compiled_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
+        if self.pre_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
             buf = np.frombuffer(data, dtype=np.uint8)
             return [self.enc._encode_buf(buf, self.enc._no_added, False)]
         # pieces from the Python pretokenizer, or from the scanner when bytes must be dropped
-        if self._compiled_steps is not None:
-            pieces = [p.encode("utf-8") for p in self._pretokenize(seg)]
+        if self.pre_steps is not None:
+            pieces = [p.encode("utf-8") for p in pre_tokenize(self.pre_steps, seg)]
         else:
             from ..kernels.scan import piece_ends
             from ..tables import table_config
@@ -1272,7 +762,7 @@ class HFRuntime:
         """bool per row: whether the row may need the Python path (a non-ASCII byte where NFC is the only
         normalizer, a byte the vocabulary lacks); None when every row needs the per-row check."""
         n = len(offsets) - 1
-        if self.always_text_path or (self.has_norm and self.pipe.normalizers != (("nfc",),)):
+        if self.always_text_path or (self.has_norm and not self.nfc_only):
             return None
         lut = np.zeros(256, dtype=bool)
         if self.has_norm:
