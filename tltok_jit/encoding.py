@@ -22,6 +22,7 @@ from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
+from .pipeline_runtime import HFRuntime
 from .pylist import IntObjects
 from .recipe import abspath, cached
 from .tables import compile_model, table_config
@@ -140,10 +141,10 @@ class Encoding:
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
         # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
-        # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
+        # run around the kernels (pipeline_runtime.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
         hf = getattr(model, "hf", None)
-        self._hf = None if hf is None else hf.runtime(self)
+        self._hf = None if hf is None else HFRuntime(self, hf)
 
     # ------------------------------------------------------------------ compiled tables (or not yet)
     @property
