@@ -22,7 +22,7 @@ from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
-from .pipeline_runtime import HFRuntime
+from .pipeline_runtime import HFRuntime, KernelPipeline
 from .pylist import IntObjects
 from .recipe import abspath, cached
 from .tables import compile_model, table_config
@@ -140,11 +140,12 @@ class Encoding:
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
-        # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
-        # run around the kernels (pipeline_runtime.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
+        # what every call runs: the kernels alone, or a tokenizer.json pipeline (normalizer, Python
+        # pretokenizer, post-processor, decoder) around them
         hf = getattr(model, "hf", None)
-        self._hf = None if hf is None else HFRuntime(self, hf)
+        self._pipeline = KernelPipeline(self) if hf is None else HFRuntime(self, hf)
+        self._plain_ascii_ok = self._pipeline.kernels_only  # the short-call fast paths (_encode_short)
 
     # ------------------------------------------------------------------ compiled tables (or not yet)
     @property
@@ -201,8 +202,8 @@ class Encoding:
             if m is not None:
                 raise_disallowed_special_token(m.group())
         ids = self._interim.encode(no_lone_surrogates(text), frozenset(allowed & self._special_tokens.keys()))
-        if add_special_tokens and self._hf is not None:
-            ids = [*self._hf.pipe.prefix_ids, *ids, *self._hf.pipe.suffix_ids]
+        if add_special_tokens:
+            ids = [*self._pipeline.prefix_ids, *ids, *self._pipeline.suffix_ids]
         return ids
 
     def _interim_batch(self, texts, allowed_special, disallowed_special,
@@ -335,7 +336,7 @@ class Encoding:
     def decoder_chain(self):
         """The tokenizer.json decoder chain `decode` runs (`decoder_chain.DecoderChain`), or None when
         decode is the token bytes joined (tiktoken files, byte-level tokenizer.json models)."""
-        return None if self._hf is None else self._hf.pipe.chain
+        return self._pipeline.chain
 
     # ------------------------------------------------------------------ special-token policy
     def _mask(self, allowed: AbstractSet[str]) -> np.ndarray:
@@ -505,10 +506,11 @@ class Encoding:
             return np.array(self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens),
                             dtype=np.uint32)
         amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
-        if self._hf is not None:
-            data = text_to_utf8(text)
-            self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), dmask)
-            return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
+        return self._pipeline.encode(text, amask, any_allowed, dmask, allowed_special, add_special_tokens, num_threads)
+
+    def _encode_kernels(self, text: str, amask: np.ndarray, any_allowed: bool, dmask, allowed_special: AllowedSpecial,
+                        num_threads: int | None) -> np.ndarray:
+        """encode_to_numpy after the special-token policy, by the kernels (KernelPipeline.encode)."""
         self._check_disallowed(text, None, dmask)
         if num_threads is not None:
             num_threads = check_threads(num_threads)
@@ -525,7 +527,7 @@ class Encoding:
         encoded as rows of one parallel call (their ids, in order, are the text's). None for one
         core, a split pattern without such cuts, or a text with too few of them."""
         threads = resolve_threads(num_threads)
-        if threads < 2 or self._hf is not None:
+        if threads < 2:
             return None
         from .arrow import find_cuts
 
@@ -581,7 +583,7 @@ class Encoding:
         tltok_jit.errors.DisallowedSpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
         """
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
-                and text.isascii() and self._hf is None and self._interim is None):  # see _encode_short
+                and text.isascii() and self._plain_ascii_ok and self._interim is None):  # see _encode_short
             amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
             if dmask is not None:
                 self._check_disallowed(text, None, dmask)
@@ -608,7 +610,7 @@ class Encoding:
         >>> enc.count("hello world")
         2
         """
-        if (type(text) is str and len(text) <= _SCRATCH and text.isascii() and self._hf is None
+        if (type(text) is str and len(text) <= _SCRATCH and text.isascii() and self._plain_ascii_ok
                 and self._interim is None):  # see _encode_short
             amask, any_allowed, dmask = self._policy(allowed_special, disallowed_special)
             self._check_disallowed(text, None, dmask)
@@ -625,7 +627,7 @@ class Encoding:
         [24912, 464]
         """
         if (num_threads is None and type(text) is str and len(text) <= _SCRATCH and text.isascii()
-                and self._hf is None and self._interim is None):  # see _encode_short
+                and self._plain_ascii_ok and self._interim is None):  # see _encode_short
             entry = _ASCII_CALL_ENTRY[0]
             try:
                 call = self._local.handle
@@ -653,15 +655,7 @@ class Encoding:
         check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
-        if self._hf is not None:
-            return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
-        if num_threads is not None:
-            num_threads = check_threads(num_threads)
-        if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN:
-            ids = self._encode_split(text, (), num_threads, self._no_added, False)
-            if ids is not None:
-                return ids
-        return self._encode_text(text, self._no_added, False)
+        return self._pipeline.encode(text, self._no_added, False, None, (), False, num_threads)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (special tokens included); KeyError otherwise.
@@ -714,8 +708,14 @@ class Encoding:
             valid = np.ones(n_rows, dtype=np.uint8)
         if amask is None:
             amask = self._no_added
-        if self._hf is not None and self._hf.needs_python and not _raw:  # _raw: the HF runtime's plain rows
-            return self._hf.encode_rows(data, offsets, valid, amask, any_allowed, num_threads)
+        if not _raw:  # _raw: the kernels alone (the pipeline's own rows)
+            return self._pipeline.encode_rows(data, offsets, valid, amask, any_allowed, num_threads)
+        return self._encode_rows_kernels(data, offsets, valid, amask, any_allowed, num_threads)
+
+    def _encode_rows_kernels(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask: np.ndarray,
+                             any_allowed: bool, num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+        """encode_rows of checked offsets by the kernels, in parallel."""
+        n_rows = len(offsets) - 1
         total = int(offsets[-1] - offsets[0]) if n_rows else 0
         out = np.empty(max(total, 1), dtype=np.uint32)
         counts = np.empty(n_rows, dtype=np.int64)
@@ -781,8 +781,8 @@ class Encoding:
                 self._check_disallowed(t, None, dmask)
         ids, new_offsets = self.encode_rows(data, offsets, num_threads=num_threads, amask=amask,
                                             any_allowed=any_allowed)
-        if add_special_tokens and self._hf is not None:
-            ids, new_offsets = self._hf.add_template(ids, new_offsets)
+        if add_special_tokens:
+            ids, new_offsets = self._pipeline.add_template(ids, new_offsets)
         return ids, new_offsets
 
     def _split(self, ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
@@ -834,8 +834,10 @@ class Encoding:
         ids = self._ids_array(tokens)
         if skip_special_tokens and len(self._special_ids) and len(ids):
             ids = ids[~np.isin(ids, self._special_ids)]
-        if self._hf is not None and self._hf.pipe.decoder is not None:
-            return self._hf.decode_python(ids).encode("utf-8", "surrogatepass")
+        return self._pipeline.decode_bytes(ids)
+
+    def _gather_bytes(self, ids: np.ndarray) -> bytes:
+        """The token bytes of valid ids joined (KernelPipeline.decode_bytes)."""
         if self._serve_interim("single"):
             return self._interim.decode_bytes(ids)
         return gather_bytes(ids, self._t.tok_bytes, self._t.tok_offsets).tobytes()
@@ -856,12 +858,10 @@ class Encoding:
         ...
         tltok_jit.errors.UnknownTokenError: Invalid token for decoding: 200029 (not in the vocabulary of 'o200k_base', n_vocab=200019)
         """
-        if self._hf is not None and self._hf.pipe.decoder is not None:
-            ids = self._ids_array(tokens)
-            if skip_special_tokens and len(self._special_ids) and len(ids):
-                ids = ids[~np.isin(ids, self._special_ids)]
-            return self._hf.decode_python(ids)
-        return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
+        ids = self._ids_array(tokens)
+        if skip_special_tokens and len(self._special_ids) and len(ids):
+            ids = ids[~np.isin(ids, self._special_ids)]
+        return self._pipeline.decode(ids, errors)
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8,
                      skip_special_tokens: bool = False) -> list[str]:
@@ -954,7 +954,7 @@ class Encoding:
         of `text` and each completion a sequence of ids that the rest could start as. tiktoken returns
         the completions in no defined order; so do we."""
         check_text(text)
-        if self._hf is not None:
+        if not self._pipeline.kernels_only:
             raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         _, _, dmask = self._policy(allowed, disallowed_special)
@@ -999,14 +999,24 @@ class Encoding:
                                        errors=errors, large_list=large_list)
             return ids_series(result, array, self._to_list)
 
-        if self._hf is not None and self._hf.needs_python:
-            return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
-                                         disallowed_special=disallowed_special, errors=errors,
-                                         large_list=large_list, counting=False)
+        return self._pipeline.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                           disallowed_special=disallowed_special, errors=errors,
+                                           large_list=large_list, counting=False)
+
+    def _encode_arrow_kernels(self, array, *, num_threads: int, allowed_special: AllowedSpecial,
+                              disallowed_special: DisallowedSpecial, errors: str, large_list: bool | None,
+                              counting: bool):
+        """encode_arrow (counting: count_arrow) by the kernels, or the Python encoder while they compile
+        (KernelPipeline.encode_arrow)."""
+        from . import arrow
+
         if errors in ("replace", "strict") and self._serve_interim("arrow"):
-            out = self._interim_column(array, allowed_special, disallowed_special, False, large_list)
+            out = self._interim_column(array, allowed_special, disallowed_special, counting, large_list)
             if out is not None:
                 return out
+        if counting:
+            return arrow.count_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
+                                     disallowed_special=disallowed_special, errors=errors)
         return arrow.encode_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
                                   disallowed_special=disallowed_special, errors=errors, large_list=large_list)
 
@@ -1030,16 +1040,9 @@ class Encoding:
                                       errors=errors)
             return counts_series(result, array)
 
-        if self._hf is not None and self._hf.needs_python:
-            return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
-                                         disallowed_special=disallowed_special, errors=errors,
-                                         large_list=None, counting=True)
-        if errors in ("replace", "strict") and self._serve_interim("arrow"):
-            out = self._interim_column(array, allowed_special, disallowed_special, True, None)
-            if out is not None:
-                return out
-        return arrow.count_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
-                                 disallowed_special=disallowed_special, errors=errors)
+        return self._pipeline.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                           disallowed_special=disallowed_special, errors=errors,
+                                           large_list=None, counting=True)
 
     def decode_arrow(self, list_array, *, errors: str = "replace", num_threads: int = 0):
         """`list<uint32>` (any list of integer ids) back to `large_string`, one text per row.
@@ -1049,12 +1052,7 @@ class Encoding:
         >>> enc.decode_arrow(pa.array([[24912, 2375], None], pa.list_(pa.uint32()))).to_pylist()
         ['hello world', None]
         """
-        from . import arrow
-
-        if self._hf is not None and self._hf.pipe.decoder is not None:
-            return self._hf.decode_arrow(list_array)
-
-        return arrow.decode_arrow(self, list_array, errors=errors, num_threads=num_threads)
+        return self._pipeline.decode_arrow(list_array, errors, num_threads)
 
     # ------------------------------------------------------------------ streaming encode
     def stream_encoder(self, *, allowed_special: AllowedSpecial = set(),

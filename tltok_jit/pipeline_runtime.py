@@ -1,4 +1,5 @@
-"""The tokenizer.json pipeline run around the kernels of one Encoding (`HFRuntime`).
+"""The pipeline every Encoding runs: `KernelPipeline` (rank files: the kernels alone) or `HFRuntime`
+(a tokenizer.json pipeline around the same kernel paths).
 
 `loaders.hf_json` describes the pipeline (`HFPipeline`: `pipeline` stage objects); this runs it:
 added tokens found in the raw text, the text between them normalized, pretokenized in Python when no
@@ -14,6 +15,7 @@ import unicodedata
 
 import numpy as np
 
+from .decoder_chain import DecoderChain
 from .kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows, split_added
 from .kernels.hashing import token_id_of_bytes
 from .kernels.scan import PAT_WHOLE, piece_ends
@@ -21,15 +23,67 @@ from .loaders.hf_json import HFPipeline
 from .pipeline.normalizers import NFC, normalize
 from .pipeline.pre_tokenizers import pre_tokenize
 from .tables import table_config, with_config
+from .text import text_to_utf8
 
-__all__ = ["HFRuntime"]
+__all__ = ["HFRuntime", "KernelPipeline"]
 
 
-class HFRuntime:
+class KernelPipeline:
+    """The pipeline of a rank-file model: no normalizer, the kernels' pretokenizer, no template, the
+    byte-gather decoder. Each method is the Encoding's kernel path for one kind of call."""
+
+    kernels_only = True  # the kernels alone run it: the Encoding's short-call fast paths apply
+    pipe: HFPipeline | None = None
+    chain: DecoderChain | None = None  # the decoder chain `decode` runs; None: the token bytes joined
+    prefix_ids: tuple[int, ...] = ()  # what add_special_tokens=True puts around a sequence
+    suffix_ids: tuple[int, ...] = ()
+
+    def __init__(self, enc):
+        self.enc = enc
+
+    def encode(self, text: str, amask: np.ndarray, any_allowed: bool, dmask, allowed_special,
+               add_special_tokens: bool, num_threads: int | None) -> np.ndarray:
+        """`encode_to_numpy` after the special-token policy (dmask: the disallowed tokens, or None)."""
+        return self.enc._encode_kernels(text, amask, any_allowed, dmask, allowed_special, num_threads)
+
+    def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
+                    num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+        """`Encoding.encode_rows` of checked offsets."""
+        return self.enc._encode_rows_kernels(data, offsets, valid, amask, any_allowed, num_threads)
+
+    def add_template(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows with the post-processor's prefix / suffix ids around each (none here)."""
+        return ids, offsets
+
+    def encode_arrow(self, array, *, num_threads, allowed_special, disallowed_special, errors, large_list,
+                     counting: bool):
+        """`encode_arrow` (counting: `count_arrow`) of an Arrow column."""
+        return self.enc._encode_arrow_kernels(array, num_threads=num_threads, allowed_special=allowed_special,
+                                              disallowed_special=disallowed_special, errors=errors,
+                                              large_list=large_list, counting=counting)
+
+    def decode_bytes(self, ids: np.ndarray) -> bytes:
+        """The bytes of valid ids."""
+        return self.enc._gather_bytes(ids)
+
+    def decode(self, ids: np.ndarray, errors: str) -> str:
+        """The text of valid ids."""
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    def decode_arrow(self, list_array, errors: str, num_threads: int):
+        """`decode_arrow` of a list column."""
+        from .arrow import decode_arrow
+
+        return decode_arrow(self.enc, list_array, errors=errors, num_threads=num_threads)
+
+
+class HFRuntime(KernelPipeline):
     """Runs an HFPipeline around the kernels of one Encoding."""
 
+    kernels_only = False
+
     def __init__(self, enc, pipe: HFPipeline):
-        self.enc = enc
+        super().__init__(enc)
         self.pipe = pipe
         self.missing = pipe.missing_bytes
         self.has_norm = bool(pipe.normalizers)
@@ -42,6 +96,18 @@ class HFRuntime:
         self.special_ids = np.array(sorted(pipe.special_ids), dtype=np.int64)
         # whether some texts need Python around the kernels (else every path is the kernels' own)
         self.needs_python = self.always_text_path or self.has_norm or bool(self.missing)
+
+    @property
+    def chain(self) -> DecoderChain | None:
+        return self.pipe.chain  # built on first use
+
+    @property
+    def prefix_ids(self) -> tuple[int, ...]:
+        return self.pipe.prefix_ids
+
+    @property
+    def suffix_ids(self) -> tuple[int, ...]:
+        return self.pipe.suffix_ids
 
     # -------------------------------------------------------------- tables (built on first use)
     # Lazy: while the kernels compile in the background, the Encoding answers from the Python
@@ -183,7 +249,14 @@ class HFRuntime:
             return np.empty(0, dtype=np.uint32)
         return np.concatenate(parts).astype(np.uint32, copy=False)
 
-    def encode(self, text: str, data: bytes, amask, any_allowed: bool, add_special_tokens: bool) -> np.ndarray:
+    def encode(self, text: str, amask: np.ndarray, any_allowed: bool, dmask, allowed_special,
+               add_special_tokens: bool, num_threads: int | None) -> np.ndarray:
+        data = text_to_utf8(text)
+        self.enc._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), dmask)
+        return self.encode_utf8(text, data, amask, any_allowed, add_special_tokens)
+
+    def encode_utf8(self, text: str, data: bytes, amask, any_allowed: bool, add_special_tokens: bool) -> np.ndarray:
+        """The ids of `text` (`data`: its UTF-8), one text through the whole pipeline."""
         if self.text_is_plain(text, data):
             ids = self.enc._encode_buf(np.frombuffer(data, dtype=np.uint8), amask, any_allowed)
         else:
@@ -299,6 +372,8 @@ class HFRuntime:
                     num_threads: int) -> tuple[np.ndarray, np.ndarray]:
         """Encoding.encode_rows for pipelines that need Python: rows the kernels encode exactly go
         through them in parallel, the others one by one through the text path."""
+        if not self.needs_python:
+            return super().encode_rows(data, offsets, valid, amask, any_allowed, num_threads)
         enc = self.enc
         n = len(offsets) - 1
         arr = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
@@ -354,6 +429,10 @@ class HFRuntime:
         of `row.decode("utf-8", errors)` (null rows stay null). Row errors (invalid UTF-8 with
         errors="strict", a disallowed special token) raise `ArrowRowError` naming the row in the
         whole input, across chunks."""
+        if not self.needs_python:
+            return super().encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                        disallowed_special=disallowed_special, errors=errors,
+                                        large_list=large_list, counting=counting)
         import pyarrow as pa
 
         from .arrow import ArrowRowError, as_arrow, validate_text_array
@@ -398,7 +477,9 @@ class HFRuntime:
                                     (pa.int64() if counting else pa.list_(pa.uint32())))
         return out_chunks[0]
 
-    def decode_arrow(self, list_array):
+    def decode_arrow(self, list_array, errors: str, num_threads: int):
+        if self.pipe.decoder is None:
+            return super().decode_arrow(list_array, errors, num_threads)
         import pyarrow as pa
 
         from .arrow import as_arrow
@@ -412,6 +493,16 @@ class HFRuntime:
         return out[0]
 
     # -------------------------------------------------------------- decoding
+    def decode_bytes(self, ids: np.ndarray) -> bytes:
+        if self.pipe.decoder is None:
+            return super().decode_bytes(ids)
+        return self.decode_python(ids).encode("utf-8", "surrogatepass")
+
+    def decode(self, ids: np.ndarray, errors: str) -> str:
+        if self.pipe.decoder is None:
+            return super().decode(ids, errors)
+        return self.decode_python(ids)
+
     def filter_special(self, ids: np.ndarray) -> np.ndarray:
         if not len(self.special_ids) or not len(ids):
             return ids

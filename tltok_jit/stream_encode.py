@@ -292,7 +292,8 @@ class StreamEncoder:
         self._T = enc._t
         name = getattr(enc, "name", enc)
         kind = table_config(self._T).pattern_kind
-        hf = getattr(enc, "_hf", None)
+        runtime = getattr(enc, "_pipeline", None)
+        hf = runtime if runtime is not None and runtime.pipe is not None else None  # tokenizer.json models
         pipe = None if hf is None or _normalized else hf.pipe
         if pipe is not None:
             why = _not_online(pipe)
