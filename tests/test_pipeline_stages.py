@@ -99,7 +99,8 @@ DECODER_CASES = {
     "metaspace_never": D.Metaspace("▁", prepend_scheme="never"),
     "bytelevel": D.ByteLevel(),
 }
-TOKENS = ["▁a", "b", "▁", "x▁y", " ", "a b", "  c", "<0x41>", "<0xE4>", "<0xBD>", "<0xA0>", "<0xFF>", "Ġhi", "Ċ", "é"]
+TOKENS = ["▁a", "b", "▁", "x▁y", " ", "a b", "  c", "<0x41>", "<0xE4>", "<0xBD>", "<0xA0>", "<0xFF>", "Ġhi", "Ċ",
+          "é"]
 
 
 @pytest.mark.parametrize("case", sorted(DECODER_CASES))

@@ -93,7 +93,6 @@ class HFRuntime(KernelPipeline):
         self.suffix = np.array(pipe.suffix_ids, dtype=np.uint32)
         self.pre_steps = pipe.pre_steps
         self.nfc_only = pipe.normalizers == (NFC(),)
-        self.special_ids = np.array(sorted(pipe.special_ids), dtype=np.int64)
         # whether some texts need Python around the kernels (else every path is the kernels' own)
         self.needs_python = self.always_text_path or self.has_norm or bool(self.missing)
 
@@ -502,11 +501,6 @@ class HFRuntime(KernelPipeline):
         if self.pipe.decoder is None:
             return super().decode(ids, errors)
         return self.decode_python(ids)
-
-    def filter_special(self, ids: np.ndarray) -> np.ndarray:
-        if not len(self.special_ids) or not len(ids):
-            return ids
-        return ids[~np.isin(ids, self.special_ids)]
 
     def decode_python(self, ids: np.ndarray) -> str:
         """The decoder chain over token strings, as `tokenizers` runs it."""

@@ -3,7 +3,10 @@ r"""Hugging Face `tokenizer.json` -> ModelDescription, its pipeline as `tltok_ji
     enc = tltok_jit.from_file("tokenizer.json", config="tokenizer_config.json")   # config optional
 
 Supported subset (anything else is refused at load with `UnsupportedTokenizerError`, which names
-the JSON field and its value, so a file that loads is a file encoded exactly):
+the JSON field and its value, so a file that loads is a file encoded exactly). Each supported type of
+normalizer, pre-tokenizer, post-processor and decoder is one class of `tltok_jit.pipeline`, which
+reads and refuses its options; this module checks how they combine, picks a scanner, and reads the
+model and its added tokens. `pipeline_runtime.HFRuntime` runs the stages around the kernels.
 
 * model: `BPE` (type may be absent when `merges` is present); `dropout` null/0, empty
   `continuing_subword_prefix` / `end_of_word_suffix`, `ignore_merges`, `byte_fallback`,

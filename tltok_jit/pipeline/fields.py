@@ -38,7 +38,8 @@ def read_stages(obj, where: str, fieldname: str, listkey: str, registry: dict, s
         t = d.get("type")
         cls = registry.get(t) if isinstance(t, str) else None
         if cls is None:
-            raise UnsupportedTokenizerError(where, f"{fname}.type", t, f"{supported}: {', '.join([*registry, 'Sequence'])}")
+            names = ", ".join([*registry, "Sequence"])
+            raise UnsupportedTokenizerError(where, f"{fname}.type", t, f"{supported}: {names}")
         out.append(cls.from_json(d, where, fname))
     return out
 
