@@ -68,7 +68,7 @@ class KernelPipeline:
 
     def decode(self, ids: np.ndarray, errors: str) -> str:
         """The text of valid ids."""
-        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+        return self.enc._gather_bytes(ids).decode("utf-8", errors=errors)
 
     def decode_arrow(self, list_array, errors: str, num_threads: int):
         """`decode_arrow` of a list column."""
