@@ -692,7 +692,8 @@ def test_regex_module_classes_mapped_to_unicode_16():
 
 
 def test_metaspace_step_and_decoder_equal_hf():
-    from tltok_jit.loaders.hf_json import HFRuntime, _metaspace
+    from tltok_jit.loaders.hf_json import _metaspace
+    from tltok_jit.pipeline import decoders
 
     rnd = random.Random(5)
     alpha = list("ab  ▁▁x\n\t_") + ["▁a", " b", "  ", "日本"]
@@ -709,8 +710,8 @@ def test_metaspace_step_and_decoder_equal_hf():
             dec = tokenizers.decoders.Metaspace(replacement=rep, prepend_scheme=scheme)
             for _ in range(300):
                 toks = [rnd.choice(pieces) for _ in range(rnd.randint(0, 5))]
-                rt = type("R", (), {"pipe": HFPipeline(decoder=(("metaspace", rep, scheme),), token_strings=toks)})
-                assert HFRuntime.decode_python(rt, np.arange(len(toks))) == dec.decode(toks), (rep, scheme, toks)
+                pipe = HFPipeline(decoder=(decoders.Metaspace(rep, scheme),), token_strings=toks)
+                assert pipe.chain.decode(list(range(len(toks)))) == dec.decode(toks), (rep, scheme, toks)
 
 
 # ---------------------------------------------------------------------------------------------- config trap

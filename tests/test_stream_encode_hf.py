@@ -19,6 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import tltok_jit  # noqa: E402
 from tltok_jit.loaders.hf_json import hf_nfc  # noqa: E402
+from tltok_jit.pipeline.normalizers import NFC  # noqa: E402
 from tltok_jit.stream_normalize import NormalizingSplitter  # noqa: E402
 
 from conftest import get_shared_path, has_shared_file  # noqa: E402
@@ -191,7 +192,7 @@ def test_normalizing_splitter_equals_hf_nfc_per_segment():
     rng = random.Random(7)
     for _ in range(3000):
         text = "".join(rng.choice(NFC_ALPHABET) for _ in range(rng.randint(0, 30)))
-        sp = NormalizingSplitter({"<|a|>": 7}, ["<|a|>", "<|ab|>"], (("nfc",),))
+        sp = NormalizingSplitter({"<|a|>": 7}, ["<|a|>", "<|ab|>"], (NFC(),))
         got, i = [], 0
         while i < len(text):
             k = rng.randint(1, 5)
@@ -204,7 +205,7 @@ def test_normalizing_splitter_equals_hf_nfc_per_segment():
 def test_normalizing_splitter_holds_little():
     """The held raw text starts at the last boundary: one character of a plain text, the whole run
     of combining marks (no boundary inside it)."""
-    sp = NormalizingSplitter({}, [], (("nfc",),))
+    sp = NormalizingSplitter({}, [], (NFC(),))
     out = sp.feed("hello world", False)
     assert sp.held_chars == 1
     out += sp.feed("e" + "\u0301" * 500, False)

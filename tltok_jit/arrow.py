@@ -64,7 +64,7 @@ from .kernels import columns_decode as KD
 from .kernels.column_cuts import all_cuts
 from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
 from .special_policy import SpecialPolicy
-from .tables import pattern_kind, table_config
+from .tables import pattern_kind
 from .threads import parallel, resolve_threads
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A tokenizer.json decoder chain run over token ids: whole (`DecoderChain.decode`) or one id at a time (`ChainStream`).
 
-The chain is the steps `loaders.hf_json` reads from the file's `decoder` (Mistral-7B:
+The chain is the `pipeline.decoders` stages `loaders.hf_json` reads from the file's `decoder` (Mistral-7B:
 Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)), applied to the token strings as
 `tokenizers` applies them. Every decoder path of such a model goes through this module:
 `Encoding.decode`, and `stream.StreamDecoder` / `MultiStreamDecoder` / `decode_incremental` /
@@ -24,10 +24,9 @@ each step re-renders everything (no supported file has one).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from .loaders.byte_alphabet import beta_decode
+from .pipeline.decoders import BYTE_TOKEN_RE, Decoder
 from .text import common_prefix_len
 
 __all__ = ["ChainStream", "DecoderChain", "PRIMER_LEN", "WINDOW_LEN"]
@@ -35,30 +34,6 @@ __all__ = ["ChainStream", "DecoderChain", "PRIMER_LEN", "WINDOW_LEN"]
 FFFD = "\ufffd"
 PRIMER_LEN = 4
 WINDOW_LEN = 12  # a settled window restarts once it holds this many ids (not at every id: decode(primer) costs a render)
-_BYTE_TOKEN_RE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
-_JOINING = frozenset({"fuse", "bytelevel", "join_space", "bytefallback"})
-
-
-def _bytes_run(run: bytearray) -> str:
-    try:
-        return run.decode("utf-8")
-    except UnicodeDecodeError:
-        return FFFD * len(run)  # tokenizers' ByteFallback: one U+FFFD per byte of an invalid run
-
-
-def _strip(tokens: list[str], content: str, start: int, stop: int) -> list[str]:
-    new = []
-    for t in tokens:
-        a = 0
-        while a < min(start, len(t)) and t[a] == content:
-            a += 1
-        z = len(t)
-        k = 0
-        while k < stop and z > a and t[z - 1] == content:
-            z -= 1
-            k += 1
-        new.append(t[a:z])
-    return new
 
 
 class DecoderChain:
@@ -67,7 +42,7 @@ class DecoderChain:
     __slots__ = ("steps", "token_strings", "byte_ids", "windowed", "strip_needs_primer_text", "end_strip",
                  "_byte_of")
 
-    def __init__(self, steps: Sequence[tuple], token_strings: Sequence[str | None]):
+    def __init__(self, steps: Sequence[Decoder], token_strings: Sequence[str | None]):
         self.steps = tuple(steps)
         self.token_strings = list(token_strings)
         joined = False
@@ -76,16 +51,14 @@ class DecoderChain:
         end_strip: str | None = None
         byte_step = False
         for step in self.steps:
-            kind = step[0]
             if not joined:
-                byte_step = byte_step or kind == "bytefallback"
-            elif kind == "replace" and len(step[1]) != 1:
-                windowed = False  # a match can span the joined tokens, aligned by all the text before
-            elif kind == "strip":
-                needs_text = needs_text or step[2] > 0
-                if step[3] > 0:
-                    end_strip = step[1]
-            if kind in _JOINING:  # after it, a step sees text of several tokens (a byte run is one string)
+                byte_step = byte_step or step.is_byte_fallback
+            else:
+                windowed = windowed and step.windowed_after_join
+                needs_text = needs_text or step.needs_primer_text
+                if step.end_strip is not None:
+                    end_strip = step.end_strip
+            if step.joins:
                 joined = True
         self.windowed = windowed
         self.strip_needs_primer_text = needs_text
@@ -96,14 +69,14 @@ class DecoderChain:
         if byte_step:
             pre = []
             for step in self.steps:
-                if step[0] == "bytefallback":
+                if step.is_byte_fallback:
                     break
                 pre.append(step)
             for i, s in enumerate(self.token_strings):
                 if s is None:
                     continue
                 for form in {s, self._per_token(pre, s, first=False), self._per_token(pre, s, first=True)}:
-                    if len(form) == 6 and _BYTE_TOKEN_RE.fullmatch(form) is not None:
+                    if len(form) == 6 and BYTE_TOKEN_RE.fullmatch(form) is not None:
                         byte_of[i] = int(form[3:5], 16)
                         break
         self._byte_of = byte_of
@@ -112,12 +85,7 @@ class DecoderChain:
     @staticmethod
     def _per_token(steps, s: str, first: bool) -> str:
         for step in steps:
-            if step[0] == "replace":
-                s = s.replace(step[1], step[2])
-            elif step[0] == "strip":
-                s = _strip([s], step[1], step[2], step[3])[0]
-            elif step[0] == "metaspace":
-                s = s.replace(step[1], "" if (first and step[2] != "never") else " ")
+            s = step.per_token(s, first)
         return s
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -125,35 +93,7 @@ class DecoderChain:
         strings = self.token_strings
         tokens = [strings[i] for i in ids]
         for step in self.steps:
-            kind = step[0]
-            if kind == "join_space":
-                tokens = [" ".join(tokens)]
-            elif kind == "replace":
-                tokens = [t.replace(step[1], step[2]) for t in tokens]
-            elif kind == "fuse":
-                tokens = ["".join(tokens)]
-            elif kind == "strip":
-                tokens = _strip(tokens, step[1], step[2], step[3])
-            elif kind == "bytefallback":
-                new = []
-                run = bytearray()
-                for t in tokens:
-                    if len(t) == 6 and t[1] == "0" and _BYTE_TOKEN_RE.fullmatch(t) is not None:
-                        run.append(int(t[3:5], 16))
-                        continue
-                    if run:
-                        new.append(_bytes_run(run))
-                        run = bytearray()
-                    new.append(t)
-                if run:
-                    new.append(_bytes_run(run))
-                tokens = new
-            elif kind == "metaspace":  # tokenizers drops every `rep` of the FIRST token (unless "never")
-                rep, scheme = step[1], step[2]
-                tokens = [t.replace(rep, "" if (i == 0 and scheme != "never") else " ") for i, t in enumerate(tokens)]
-            elif kind == "bytelevel":
-                raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
-                tokens = [raw.decode("utf-8", "replace")]
+            tokens = step.decode_chain(tokens)
         return "".join(tokens)
 
     def trailing_bytes(self, ids: Sequence[int]) -> bytes:

@@ -22,6 +22,7 @@ from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
+from .pipeline_runtime import HFRuntime, KernelPipeline
 from .pylist import IntObjects
 from .recipe import abspath, cached
 from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
@@ -92,6 +93,12 @@ class KernelFacade:
         """The read-only all-False added-token mask (one array type for every call: one compilation)."""
         return self._enc._no_added
 
+    @property
+    def pipeline(self):
+        """What every call of the Encoding runs (pipeline_runtime.KernelPipeline, or HFRuntime for a
+        tokenizer.json model: normalizer, Python pretokenizer, post-processor, decoder around the kernels)."""
+        return self._enc._pipeline
+
     def serial_workspace(self):
         """(piece cache, merge work) of the calling thread, for a one-thread kernel call."""
         return self._enc._serial_state()
@@ -103,6 +110,24 @@ class KernelFacade:
     def encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
         """uint32 ids of the UTF-8 bytes `buf` (added tokens of `amask` matched), one thread."""
         return self._enc._encode_buf(buf, amask, any_allowed)
+
+    def check_disallowed(self, text: str, buf: np.ndarray | None, policy: SpecialPolicy) -> None:
+        """Raise DisallowedSpecialTokenError for the first refused string of `policy` in the text."""
+        self._enc._check_disallowed(text, buf, policy)
+
+    # the kernels' own path of each call, which a pipeline runs around its own stages
+    def encode_kernels(self, text: str, policy: SpecialPolicy, allowed_special, num_threads: int | None):
+        return self._enc._encode_kernels(text, policy, allowed_special, num_threads)
+
+    def encode_rows_kernels(self, data, offsets, valid, amask, any_allowed: bool, num_threads: int):
+        return self._enc._encode_rows_kernels(data, offsets, valid, amask, any_allowed, num_threads)
+
+    def encode_arrow_kernels(self, array, **kwargs):
+        return self._enc._encode_arrow_kernels(array, **kwargs)
+
+    def gather_bytes(self, ids: np.ndarray) -> bytes:
+        """The token bytes of valid ids, joined."""
+        return self._enc._gather_bytes(ids)
 
 
 class Encoding:
@@ -173,14 +198,16 @@ class Encoding:
         self._masks: dict[frozenset, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None  # token_byte_values(), built on first use
         self._default_policy = None
+        self._ordinary_policy = None
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
-        # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
-        # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
+        # what every call runs: the kernels alone, or a tokenizer.json pipeline (normalizer, Python
+        # pretokenizer, post-processor, decoder) around them
         hf = getattr(model, "hf", None)
-        self._hf = None if hf is None else hf.runtime(self)
+        self._pipeline = KernelPipeline(self) if hf is None else HFRuntime(self, hf)
+        self._plain_ascii_ok = self._pipeline.kernels_only  # the short-call fast paths (_encode_short)
 
     # ------------------------------------------------------------------ compiled tables (or not yet)
     @functools.cached_property
@@ -239,8 +266,8 @@ class Encoding:
         if policy.refused and (m := string_finder(policy.refused).search(text)) is not None:
             raise_disallowed_special_token(m.group())
         ids = self._interim.encode(no_lone_surrogates(text), policy.allowed_tokens)
-        if add_special_tokens and self._hf is not None:
-            ids = [*self._hf.pipe.prefix_ids, *ids, *self._hf.pipe.suffix_ids]
+        if add_special_tokens:
+            ids = [*self._pipeline.prefix_ids, *ids, *self._pipeline.suffix_ids]
         return ids
 
     def _interim_batch(self, texts, allowed_special, disallowed_special,
@@ -373,7 +400,7 @@ class Encoding:
     def decoder_chain(self):
         """The tokenizer.json decoder chain `decode` runs (`decoder_chain.DecoderChain`), or None when
         decode is the token bytes joined (tiktoken files, byte-level tokenizer.json models)."""
-        return None if self._hf is None else self._hf.pipe.chain
+        return self._pipeline.chain
 
     # ------------------------------------------------------------------ special-token policy
     def _mask(self, allowed: AbstractSet[str]) -> np.ndarray:
@@ -403,6 +430,11 @@ class Encoding:
             p = self._default_policy
             if p is None:
                 p = self._default_policy = build_policy(set(), "all", self._special_tokens.keys(), self._mask)
+            return p
+        if not allowed_special and not disallowed_special:  # encode_ordinary's
+            p = self._ordinary_policy
+            if p is None:
+                p = self._ordinary_policy = build_policy(set(), (), self._special_tokens.keys(), self._mask)
             return p
         return build_policy(allowed_special, disallowed_special, self._special_tokens.keys(), self._mask)
 
@@ -534,12 +566,13 @@ class Encoding:
             return np.array(self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens),
                             dtype=np.uint32)
         policy = self.special_policy(allowed_special, disallowed_special)
-        amask, any_allowed = policy.allowed, policy.any_allowed
-        if self._hf is not None:
-            data = text_to_utf8(text)
-            self._check_disallowed(text, np.frombuffer(data, dtype=np.uint8), policy)
-            return self._hf.encode(text, data, amask, any_allowed, add_special_tokens)
+        return self._pipeline.encode(text, policy, allowed_special, add_special_tokens, num_threads)
+
+    def _encode_kernels(self, text: str, policy: SpecialPolicy, allowed_special: AllowedSpecial,
+                        num_threads: int | None) -> np.ndarray:
+        """encode_to_numpy after the special-token policy, by the kernels (KernelPipeline.encode)."""
         self._check_disallowed(text, None, policy)
+        amask, any_allowed = policy.allowed, policy.any_allowed
         if num_threads is not None:
             num_threads = check_threads(num_threads)
         if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN:
@@ -555,7 +588,7 @@ class Encoding:
         encoded as rows of one parallel call (their ids, in order, are the text's). None for one
         core, a split pattern without such cuts, or a text with too few of them."""
         threads = resolve_threads(num_threads)
-        if threads < 2 or self._hf is not None:
+        if threads < 2:
             return None
         from .arrow import find_cuts
 
@@ -611,7 +644,7 @@ class Encoding:
         tltok_jit.errors.DisallowedSpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
         """
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
-                and text.isascii() and self._hf is None and self._interim is None):  # see _encode_short
+                and text.isascii() and self._plain_ascii_ok and self._interim is None):  # see _encode_short
             policy = self.special_policy(allowed_special, disallowed_special)
             if policy.refused:
                 self._check_disallowed(text, None, policy)
@@ -638,7 +671,7 @@ class Encoding:
         >>> enc.count("hello world")
         2
         """
-        if (type(text) is str and len(text) <= _SCRATCH and text.isascii() and self._hf is None
+        if (type(text) is str and len(text) <= _SCRATCH and text.isascii() and self._plain_ascii_ok
                 and self._interim is None):  # see _encode_short
             policy = self.special_policy(allowed_special, disallowed_special)
             self._check_disallowed(text, None, policy)
@@ -655,7 +688,7 @@ class Encoding:
         [24912, 464]
         """
         if (num_threads is None and type(text) is str and len(text) <= _SCRATCH and text.isascii()
-                and self._hf is None and self._interim is None):  # see _encode_short
+                and self._plain_ascii_ok and self._interim is None):  # see _encode_short
             entry = _ASCII_CALL_ENTRY[0]
             try:
                 call = self._local.handle
@@ -683,15 +716,7 @@ class Encoding:
         check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
-        if self._hf is not None:
-            return self._hf.encode(text, text_to_utf8(text), self._no_added, False, False)
-        if num_threads is not None:
-            num_threads = check_threads(num_threads)
-        if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN:
-            ids = self._encode_split(text, (), num_threads, self._no_added, False)
-            if ids is not None:
-                return ids
-        return self._encode_text(text, self._no_added, False)
+        return self._pipeline.encode(text, self.special_policy(set(), ()), (), False, num_threads)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of a text that is exactly one token (special tokens included); KeyError otherwise.
@@ -730,7 +755,7 @@ class Encoding:
 
     def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray | None = None, *,
                     num_threads: int = 0, amask: np.ndarray | None = None,
-                    any_allowed: bool = False, _raw: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                    any_allowed: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Encode rows of a string column (UTF-8 `data`, int64 `offsets`); returns (ids, row offsets).
 
         The caller guarantees 0 <= offsets[0] <= ... <= offsets[-1] <= len(data) (checked here)."""
@@ -744,8 +769,12 @@ class Encoding:
             valid = np.ones(n_rows, dtype=np.uint8)
         if amask is None:
             amask = self._no_added
-        if self._hf is not None and self._hf.needs_python and not _raw:  # _raw: the HF runtime's plain rows
-            return self._hf.encode_rows(data, offsets, valid, amask, any_allowed, num_threads)
+        return self._pipeline.encode_rows(data, offsets, valid, amask, any_allowed, num_threads)
+
+    def _encode_rows_kernels(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask: np.ndarray,
+                             any_allowed: bool, num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+        """encode_rows of checked offsets by the kernels, in parallel."""
+        n_rows = len(offsets) - 1
         total = int(offsets[-1] - offsets[0]) if n_rows else 0
         out = np.empty(max(total, 1), dtype=np.uint32)
         counts = np.empty(n_rows, dtype=np.int64)
@@ -811,8 +840,8 @@ class Encoding:
                 self._check_disallowed(t, None, policy)
         ids, new_offsets = self.encode_rows(data, offsets, num_threads=num_threads, amask=amask,
                                             any_allowed=any_allowed)
-        if add_special_tokens and self._hf is not None:
-            ids, new_offsets = self._hf.add_template(ids, new_offsets)
+        if add_special_tokens:
+            ids, new_offsets = self._pipeline.add_template(ids, new_offsets)
         return ids, new_offsets
 
     def _split(self, ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
@@ -864,8 +893,10 @@ class Encoding:
         ids = self._ids_array(tokens)
         if skip_special_tokens and len(self._special_ids) and len(ids):
             ids = ids[~np.isin(ids, self._special_ids)]
-        if self._hf is not None and self._hf.pipe.decoder is not None:
-            return self._hf.decode_python(ids).encode("utf-8", "surrogatepass")
+        return self._pipeline.decode_bytes(ids)
+
+    def _gather_bytes(self, ids: np.ndarray) -> bytes:
+        """The token bytes of valid ids joined (KernelPipeline.decode_bytes)."""
         if self._serve_interim("single"):
             return self._interim.decode_bytes(ids)
         return gather_bytes(ids, self._t.tok_bytes, self._t.tok_offsets).tobytes()
@@ -886,12 +917,10 @@ class Encoding:
         ...
         tltok_jit.errors.UnknownTokenError: Invalid token for decoding: 200029 (not in the vocabulary of 'o200k_base', n_vocab=200019)
         """
-        if self._hf is not None and self._hf.pipe.decoder is not None:
-            ids = self._ids_array(tokens)
-            if skip_special_tokens and len(self._special_ids) and len(ids):
-                ids = ids[~np.isin(ids, self._special_ids)]
-            return self._hf.decode_python(ids)
-        return self.decode_bytes(tokens, skip_special_tokens=skip_special_tokens).decode("utf-8", errors=errors)
+        ids = self._ids_array(tokens)
+        if skip_special_tokens and len(self._special_ids) and len(ids):
+            ids = ids[~np.isin(ids, self._special_ids)]
+        return self._pipeline.decode(ids, errors)
 
     def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace", num_threads: int = 8,
                      skip_special_tokens: bool = False) -> list[str]:
@@ -984,7 +1013,7 @@ class Encoding:
         of `text` and each completion a sequence of ids that the rest could start as. tiktoken returns
         the completions in no defined order; so do we."""
         check_text(text)
-        if self._hf is not None:
+        if not self._pipeline.kernels_only:
             raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         self._check_disallowed(text, text_to_buf(text), self.special_policy(allowed, disallowed_special))
@@ -1028,14 +1057,24 @@ class Encoding:
                                        errors=errors, large_list=large_list)
             return ids_series(result, array, self._to_list)
 
-        if self._hf is not None and self._hf.needs_python:
-            return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
-                                         disallowed_special=disallowed_special, errors=errors,
-                                         large_list=large_list, counting=False)
+        return self._pipeline.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                           disallowed_special=disallowed_special, errors=errors,
+                                           large_list=large_list, counting=False)
+
+    def _encode_arrow_kernels(self, array, *, num_threads: int, allowed_special: AllowedSpecial,
+                              disallowed_special: DisallowedSpecial, errors: str, large_list: bool | None,
+                              counting: bool):
+        """encode_arrow (counting: count_arrow) by the kernels, or the Python encoder while they compile
+        (KernelPipeline.encode_arrow)."""
+        from . import arrow
+
         if errors in ("replace", "strict") and self._serve_interim("arrow"):
-            out = self._interim_column(array, allowed_special, disallowed_special, False, large_list)
+            out = self._interim_column(array, allowed_special, disallowed_special, counting, large_list)
             if out is not None:
                 return out
+        if counting:
+            return arrow.count_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
+                                     disallowed_special=disallowed_special, errors=errors)
         return arrow.encode_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
                                   disallowed_special=disallowed_special, errors=errors, large_list=large_list)
 
@@ -1059,16 +1098,9 @@ class Encoding:
                                       errors=errors)
             return counts_series(result, array)
 
-        if self._hf is not None and self._hf.needs_python:
-            return self._hf.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
-                                         disallowed_special=disallowed_special, errors=errors,
-                                         large_list=None, counting=True)
-        if errors in ("replace", "strict") and self._serve_interim("arrow"):
-            out = self._interim_column(array, allowed_special, disallowed_special, True, None)
-            if out is not None:
-                return out
-        return arrow.count_arrow(self, array, num_threads=num_threads, allowed_special=allowed_special,
-                                 disallowed_special=disallowed_special, errors=errors)
+        return self._pipeline.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                           disallowed_special=disallowed_special, errors=errors,
+                                           large_list=None, counting=True)
 
     def decode_arrow(self, list_array, *, errors: str = "replace", num_threads: int = 0):
         """`list<uint32>` (any list of integer ids) back to `large_string`, one text per row.
@@ -1078,12 +1110,7 @@ class Encoding:
         >>> enc.decode_arrow(pa.array([[24912, 2375], None], pa.list_(pa.uint32()))).to_pylist()
         ['hello world', None]
         """
-        from . import arrow
-
-        if self._hf is not None and self._hf.pipe.decoder is not None:
-            return self._hf.decode_arrow(list_array)
-
-        return arrow.decode_arrow(self, list_array, errors=errors, num_threads=num_threads)
+        return self._pipeline.decode_arrow(list_array, errors, num_threads)
 
     # ------------------------------------------------------------------ streaming encode
     def stream_encoder(self, *, allowed_special: AllowedSpecial = set(),

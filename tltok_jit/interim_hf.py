@@ -3,7 +3,7 @@ compile (the counterpart of `interim.py`, which covers tiktoken rank files).
 
 It runs what Hugging Face `tokenizers` runs for GPT-2, SmolLM2, Llama-3, Qwen2.5 and Mistral-Nemo:
 the text is cut at the allowed added tokens (leftmost, the longest at a position); each part between
-them is normalized (none, or NFC as `hf_json.hf_nfc`), split (a `Digits` step, then the split regex
+them is normalized (none, or NFC as `pipeline.normalizers.hf_nfc`), split (a `Digits` step, then the split regex
 with Oniguruma's match iteration and Unicode 16 classes, each match and each gap a piece), taken as
 UTF-8 bytes (ByteLevel), and each piece is merged by BPE: with `ignore_merges` a whole piece found in
 the vocabulary is one token; otherwise its bytes (those the vocabulary lacks dropped) are merged by
@@ -16,8 +16,9 @@ import heapq
 
 import numpy as np
 
-from .loaders.hf_json import compile_onig, hf_nfc, onig_find_iter
 from .model import ModelDescription
+from .pipeline.normalizers import NFC, hf_nfc
+from .pipeline.onig import compile_onig, onig_find_iter
 from .tables import RUST_NUMERIC_EXTRA
 from .unicode import CLS_NUMBER, char_class
 from .unicode.regex16 import unicode16_text
@@ -26,7 +27,7 @@ _CACHE_LIMIT = 1 << 16  # pieces remembered (a text repeats its words)
 _HEAP_FROM = 64  # symbols: longer pieces merge with a heap (the rescan is quadratic)
 _SPLIT_KINDS = ("gpt2", "llama3", "qwen2", "tekken")  # pattern kinds whose split is model.pattern alone
 _KINDS = _SPLIT_KINDS + ("gpt2_digits", "whole")
-_NORMALIZERS = ((), (("nfc",),))
+_NORMALIZERS = ((), (NFC(),))
 
 
 def supports(model: ModelDescription) -> bool:

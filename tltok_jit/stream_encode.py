@@ -170,6 +170,7 @@ from .errors import raise_disallowed_special_token
 from .kernels import encode as _enc_k
 from .kernels import stream_encode as K
 from .kernels.trees import F_REACH
+from .pipeline.normalizers import NFC
 from .unicode.classes import CLS_OTHER as _CLS_OTHER
 from .stream_normalize import NormalizingSplitter
 from .patterns import KINDS
@@ -200,7 +201,7 @@ def _not_online(pipe) -> str:
     if pipe.pre_steps is not None:
         return ("its pre-tokenizer has no hand-written scanner (it runs as an exact Python "
                 "pretokenizer), and the boundary rules are proven for the scanners only")
-    if any(step[0] != "nfc" for step in pipe.normalizers):
+    if any(not isinstance(step, NFC) for step in pipe.normalizers):
         return f"its normalizer {pipe.normalizers!r} (only NFC has an online form here)"
     return ""
 
@@ -283,7 +284,8 @@ class StreamEncoder:
         self._T = enc.facade.tables
         name = getattr(enc, "name", enc)
         kind = pattern_kind(self._T)
-        hf = getattr(enc, "_hf", None)
+        runtime = getattr(enc.facade, "pipeline", None)
+        hf = runtime if runtime is not None and runtime.pipe is not None else None  # tokenizer.json models
         pipe = None if hf is None or _normalized else hf.pipe
         if pipe is not None:
             why = _not_online(pipe)

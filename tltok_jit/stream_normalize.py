@@ -23,7 +23,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from .loaders.hf_json import NFC_POST9_RANGES, hf_nfc
+from .pipeline.normalizers import NFC, NFC_POST9_RANGES, hf_nfc
 
 __all__ = ["NormalizingSplitter", "nfc_boundary_before"]
 
@@ -73,7 +73,7 @@ class NormalizingSplitter:
     """Raw text in; out, in order, settled normalized text (str) and added-token ids (int)."""
 
     def __init__(self, allowed: dict[str, int], all_tokens: Iterable[str], normalizers: tuple):
-        if normalizers != (("nfc",),):
+        if normalizers != (NFC(),):
             raise NotImplementedError(f"online normalizer {normalizers!r}: only NFC is implemented")
         tokens = [t for t in all_tokens if t]
         self._prefixes = frozenset(t[:k] for t in tokens for k in range(1, len(t)))

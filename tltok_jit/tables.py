@@ -32,6 +32,7 @@ from .kernels.encode import CFG_IGNORE_MERGES, CFG_PATTERN, CFG_TREES, CFG_USE_C
 from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
 from .patterns import KINDS, PatternKind
+from .pipeline.pre_tokenizers import RUST_NUMERIC_EXTRA  # the characters only HF's Digits counts as numbers
 from .unicode import class_tables
 
 # the kernels' code of each pattern kind (patterns.KINDS says what the kinds are)
@@ -43,12 +44,6 @@ _KIND_OF_CODE = {code: KINDS[name] for name, code in PATTERN_CODES.items()}
 def pattern_kind(T: Tables) -> PatternKind:
     """What the scanner of tables `T` is (patterns.PatternKind)."""
     return _KIND_OF_CODE[int(T.config[CFG_PATTERN])]
-
-# HF's Digits pre-tokenizer splits on Rust's `char::is_numeric` (general category N*), and the Rust
-# that built tokenizers 0.23 has Unicode 17 tables, while its regexes (Oniguruma) and our table are
-# Unicode 16: these 13 characters (Tolong Siki digits, U+16FF4..6) are numbers to Digits only.
-# Measured with `pre_tokenizers.Digits(individual_digits=True).pre_tokenize_str` over all code points.
-RUST_NUMERIC_EXTRA = tuple(range(0x11DE0, 0x11DEA)) + (0x16FF4, 0x16FF5, 0x16FF6)
 
 
 @lru_cache(maxsize=None)

@@ -93,6 +93,7 @@ def stand_in_hf_model():
     """A tiny byte-level tokenizer.json-style model with what sends texts through the tokenizer.json
     text path: an NFC normalizer, two single bytes missing from the vocabulary, an added token."""
     from .loaders.hf_json import HFPipeline
+    from .pipeline.normalizers import NFC
     from .patterns import QWEN2_PATTERN
 
     missing = b"\x04\x06"
@@ -102,7 +103,7 @@ def stand_in_hf_model():
     for a, b in merges:
         vocab[a + b] = len(vocab)
     eot = AddedToken("<|endoftext|>", len(vocab))
-    pipe = HFPipeline(normalizers=(("nfc",),), missing_bytes=missing, special_ids=frozenset({eot.id}))
+    pipe = HFPipeline(normalizers=(NFC(),), missing_bytes=missing, special_ids=frozenset({eot.id}))
     return ModelDescription(name="tltok-hf-stand-in", vocab=vocab, merges=merges, pattern=QWEN2_PATTERN,
                             pattern_kind="qwen2", added_tokens=[eot], ignore_merges=False,
                             allow_missing_bytes=True, hf=pipe)

@@ -1,9 +1,12 @@
-r"""Hugging Face `tokenizer.json` -> ModelDescription, plus the text pipeline around the kernels.
+r"""Hugging Face `tokenizer.json` -> ModelDescription, its pipeline as `tltok_jit.pipeline` stages.
 
     enc = tltok_jit.from_file("tokenizer.json", config="tokenizer_config.json")   # config optional
 
 Supported subset (anything else is refused at load with `UnsupportedTokenizerError`, which names
-the JSON field and its value, so a file that loads is a file encoded exactly):
+the JSON field and its value, so a file that loads is a file encoded exactly). Each supported type of
+normalizer, pre-tokenizer, post-processor and decoder is one class of `tltok_jit.pipeline`, which
+reads and refuses its options; this module checks how they combine, picks a scanner, and reads the
+model and its added tokens. `pipeline_runtime.HFRuntime` runs the stages around the kernels.
 
 * model: `BPE` (type may be absent when `merges` is present); `dropout` null/0, empty
   `continuing_subword_prefix` / `end_of_word_suffix`, `ignore_merges`, `byte_fallback`,
@@ -66,8 +69,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
-import unicodedata
 import warnings
 from dataclasses import dataclass, field
 
@@ -76,6 +77,12 @@ import numpy as np
 from ..decoder_chain import DecoderChain
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
 from ..model import AddedToken, ModelDescription
+from ..pipeline.decoders import Decoder, read_decoders
+from ..pipeline.normalizers import NFC_POST9_RANGES, Normalizer, hf_nfc, read_normalizers  # noqa: F401  (re-exported)
+from ..pipeline.onig import compile_onig, onig_find_iter, onig_to_python  # noqa: F401  (re-exported)
+from ..pipeline.post_processors import read_post_processors, template_ids
+from ..pipeline.pre_tokenizers import ByteLevel, Digits, Metaspace, PreTokenizer, read_pre_tokenizers
+from ..pipeline.pre_tokenizers import metaspace_split as _metaspace, split_pieces as _split_behavior  # noqa: F401
 from ..unicode.regex16 import CLASS_PROPS as _CLASS_PROPS, unicode16_text as _unicode16_text  # noqa: F401
 from .byte_alphabet import BYTE_TO_CHAR, CHAR_TO_BYTE, beta_decode, bytes_to_unicode  # noqa: F401  (re-exported)
 
@@ -99,87 +106,30 @@ class SlowPretokenizerWarning(UserWarning):
 
 
 # ------------------------------------------------------------------------------------------------
-# GPT-2's byte alphabet
-# ------------------------------------------------------------------------------------------------
-
-# ------------------------------------------------------------------------------------------------
-# NFC as `tokenizers` computes it
-# ------------------------------------------------------------------------------------------------
-
-# `tokenizers` normalizes with the `unicode-normalization-alignments` crate, whose tables are
-# Unicode 9.0. Characters that are normalization-relevant in later versions (a non-zero combining
-# class, a canonical decomposition, or a part of a canonical composition) are unassigned there,
-# i.e. starters that never compose. Measured against `normalizers.NFC()` (tokenizers 0.23.3) from
-# the Unicode 16 data: these are exactly the characters whose behaviour differs. Such a character
-# is a composition and reordering barrier in Unicode 9, so NFC_9(x D y) = NFC(x) D NFC(y) whenever
-# x, y contain no listed character, and there Python's NFC (any version >= 9) agrees with Unicode 9
-# (normalization stability). Verified on 300k random strings of marks, decomposables and Hangul.
-_NFC_POST9 = (
-    "0x7fd 0x897-0x89f 0x8ca-0x8d3 0x9fe 0xc3c 0xd3b 0xd3c 0xeba 0x1715 0x1abf-0x1ace 0x1df6-0x1dfa "
-    "0xa82c 0x105c9 0x105d2 0x105da 0x105e4 0x10d24-0x10d27 0x10d69-0x10d6d 0x10eab 0x10eac "
-    "0x10efd-0x10eff 0x10f46-0x10f50 0x10f82-0x10f85 0x11070 0x1133b 0x11382-0x11385 0x1138b 0x1138e "
-    "0x11390 0x11391 0x113b8 0x113bb 0x113c2 0x113c5 0x113c7-0x113c9 0x113ce-0x113d0 0x1145e 0x11839 "
-    "0x1183a 0x11930 0x11935 0x11938 0x1193d 0x1193e 0x11943 0x119e0 0x11a34 0x11a47 0x11a99 0x11d42 "
-    "0x11d44 0x11d45 0x11d97 0x11f41 0x11f42 0x1611e-0x16129 0x1612f 0x16d63 0x16d67-0x16d6a "
-    "0x16ff0 0x16ff1 0x1e08f 0x1e130-0x1e136 0x1e2ae 0x1e2ec-0x1e2ef 0x1e4ec-0x1e4ef 0x1e5ee 0x1e5ef"
-)
-
-
-def _ranges(spec: str) -> list[tuple[int, int]]:
-    out = []
-    for item in spec.split():
-        a, _, b = item.partition("-")
-        out.append((int(a, 16), int(b or a, 16)))
-    return out
-
-
-NFC_POST9_RANGES = _ranges(_NFC_POST9)
-_NFC_BARRIER_RE = re.compile(
-    "[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b != a else "") for a, b in NFC_POST9_RANGES) + "]")
-
-
-def hf_nfc(text: str) -> str:
-    """NFC exactly as `tokenizers`' NFC normalizer (Unicode 9.0 tables) computes it."""
-    if _NFC_BARRIER_RE.search(text) is None:
-        return unicodedata.normalize("NFC", text)
-    parts = _NFC_BARRIER_RE.split(text)
-    seps = _NFC_BARRIER_RE.findall(text)
-    out = [unicodedata.normalize("NFC", parts[0])]
-    for sep, part in zip(seps, parts[1:]):
-        out.append(sep)
-        out.append(unicodedata.normalize("NFC", part))
-    return "".join(out)
-
-
-# ------------------------------------------------------------------------------------------------
 # The pipeline description (plain data) a loader attaches to the ModelDescription
 # ------------------------------------------------------------------------------------------------
 
 @dataclass
 class HFPipeline:
-    """What `tokenizers` does around the BPE model, in the form the Encoding runs it.
+    """What `tokenizers` does around the BPE model, as `pipeline` stage objects.
 
-    normalizers:  ("nfc",) / ("prepend", s) / ("replace", old, new), applied in order to the text
-                  between added tokens (never to the added tokens themselves).
-    pre_steps:    Python pretokenizer steps when no scanner implements the pre-tokenizer, else None:
-                  ("split", pattern, behavior, invert) / ("digits", individual) / ("gpt2",) /
-                  ("metaspace", replacement, prepend_scheme, split).
+    normalizers:  `pipeline.normalizers` stages, applied in order to the text between added tokens
+                  (never to the added tokens themselves).
+    pre_steps:    `pipeline.pre_tokenizers` stages run in Python when no scanner implements the
+                  pre-tokenizer, else None.
     prefix_ids / suffix_ids: what `add_special_tokens=True` puts around a single sequence.
-    decoder:      None = byte gather (ByteLevel); else the Python decoder chain, steps
-                  ("bytelevel",) / ("replace", old, new) / ("bytefallback",) / ("fuse",) /
-                  ("strip", content, start, stop) / ("metaspace", replacement, prepend_scheme) /
-                  ("join_space",).
+    decoder:      None = byte gather (ByteLevel); else the `pipeline.decoders` stages of the chain.
     token_strings: id -> token string (for Python decoders); None when unused.
     special_ids:  added tokens with special=True (skipped by decode(skip_special_tokens=True)).
     missing_bytes: single bytes absent from a byte-level vocabulary (dropped, as HF does).
     fallback_ids / unk_id / fuse_unk: character-level (SentencePiece-style) BPE.
     """
 
-    normalizers: tuple = ()
-    pre_steps: tuple | None = None
-    prefix_ids: tuple = ()
-    suffix_ids: tuple = ()
-    decoder: tuple | None = None
+    normalizers: tuple[Normalizer, ...] = ()
+    pre_steps: tuple[PreTokenizer, ...] | None = None
+    prefix_ids: tuple[int, ...] = ()
+    suffix_ids: tuple[int, ...] = ()
+    decoder: tuple[Decoder, ...] | None = None
     token_strings: list | None = None
     special_ids: frozenset = frozenset()
     missing_bytes: bytes = b""
@@ -188,9 +138,6 @@ class HFPipeline:
     unk_id: int = -1
     fuse_unk: bool = False
     description: dict = field(default_factory=dict)
-
-    def runtime(self, enc):
-        return HFRuntime(enc, self)
 
     @functools.cached_property
     def chain(self) -> DecoderChain | None:
@@ -212,185 +159,6 @@ def _load_json(path) -> object:
         raise TokenizerFileError(f"{p}: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise TokenizerFileError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-
-
-def _type(obj, where, fieldname):
-    if not isinstance(obj, dict):
-        raise TokenizerFileError(f"{where}: {fieldname} must be an object, got {type(obj).__name__}")
-    t = obj.get("type")
-    return t
-
-
-_SPLIT_BEHAVIORS = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"}
-
-
-def _flatten_pre(pre, where, fieldname="pre_tokenizer") -> list[tuple]:
-    """pre_tokenizer JSON -> steps ("bytelevel", use_regex) / ("split", pattern, behavior, invert) /
-    ("digits", individual) / ("metaspace", replacement, prepend_scheme, split)."""
-    if pre is None:
-        return []
-    t = _type(pre, where, fieldname)
-    if t == "Sequence":
-        steps = []
-        items = pre.get("pretokenizers")
-        if not isinstance(items, list):
-            raise TokenizerFileError(f"{where}: {fieldname}.pretokenizers must be a list")
-        for i, p in enumerate(items):
-            steps += _flatten_pre(p, where, f"{fieldname}.pretokenizers[{i}]")
-        return steps
-    if t == "ByteLevel":
-        if pre.get("add_prefix_space", False):
-            raise UnsupportedTokenizerError(where, f"{fieldname}.add_prefix_space", pre.get("add_prefix_space"),
-                                            "ByteLevel with add_prefix_space")
-        return [("bytelevel", bool(pre.get("use_regex", True)))]
-    if t == "Split":
-        pat = pre.get("pattern")
-        if not isinstance(pat, dict) or len(pat) != 1 or not isinstance(next(iter(pat.values())), str):
-            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat)
-        (ptype, ptext), = pat.items()
-        if ptype == "String":
-            import regex
-
-            ptext = regex.escape(ptext)
-        elif ptype != "Regex":
-            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat)
-        invert = pre.get("invert", False)
-        if not isinstance(invert, bool):
-            raise UnsupportedTokenizerError(where, f"{fieldname}.invert", invert)
-        behavior = pre.get("behavior", "Isolated")
-        if behavior not in _SPLIT_BEHAVIORS:
-            raise UnsupportedTokenizerError(where, f"{fieldname}.behavior", behavior)
-        try:
-            compile_onig(ptext)
-        except ValueError as e:
-            raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat, str(e)) from None
-        return [("split", ptext, behavior, invert)]
-    if t == "Digits":
-        return [("digits", bool(pre.get("individual_digits", False)))]
-    if t == "Metaspace":
-        return [("metaspace",) + _metaspace_fields(pre, where, fieldname) + (bool(pre.get("split", True)),)]
-    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t,
-                                    "supported: ByteLevel, Split, Digits, Metaspace, Sequence")
-
-
-def _metaspace_fields(obj, where, fieldname) -> tuple[str, str]:
-    rep = obj.get("replacement", "\u2581")
-    if not isinstance(rep, str) or len(rep) != 1:
-        raise UnsupportedTokenizerError(where, f"{fieldname}.replacement", rep, "one character")
-    scheme = obj.get("prepend_scheme")
-    if scheme is None:  # the older form
-        scheme = "always" if obj.get("add_prefix_space", True) else "never"
-    if scheme not in ("always", "first", "never"):
-        raise UnsupportedTokenizerError(where, f"{fieldname}.prepend_scheme", scheme)
-    return rep, scheme
-
-
-def _flatten(obj, where, fieldname, listkey) -> list[dict]:
-    if obj is None:
-        return []
-    t = _type(obj, where, fieldname)
-    if t == "Sequence":
-        items = obj.get(listkey)
-        if not isinstance(items, list):
-            raise TokenizerFileError(f"{where}: {fieldname}.{listkey} must be a list")
-        out = []
-        for i, x in enumerate(items):
-            out += [(f"{fieldname}.{listkey}[{i}]" if f == fieldname else f, d)
-                    for f, d in _flatten(x, where, f"{fieldname}.{listkey}[{i}]", listkey)]
-        return out
-    return [(fieldname, obj)]
-
-
-def _normalizers(norm, where) -> tuple:
-    steps = []
-    for fname, n in _flatten(norm, where, "normalizer", "normalizers"):
-        t = n.get("type")
-        if t == "NFC":
-            steps.append(("nfc",))
-        elif t == "Prepend":
-            s = n.get("prepend")
-            if not isinstance(s, str):
-                raise TokenizerFileError(f"{where}: {fname}.prepend must be a string")
-            steps.append(("prepend", s))
-        elif t == "Replace":
-            pat = n.get("pattern")
-            content = n.get("content")
-            if not (isinstance(pat, dict) and set(pat) == {"String"} and isinstance(pat["String"], str)):
-                raise UnsupportedTokenizerError(where, f"{fname}.pattern", pat, "only String patterns")
-            if not isinstance(content, str) or not pat["String"]:
-                raise TokenizerFileError(f"{where}: {fname} needs a non-empty pattern and a string content")
-            steps.append(("replace", pat["String"], content))
-        else:
-            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported normalizers: NFC, Prepend, Replace, Sequence")
-    return tuple(steps)
-
-
-def _decoders(dec, where, byte_level: bool) -> tuple | None:
-    if dec is None:
-        return (("join_space",),)
-    steps = []
-    for fname, d in _flatten(dec, where, "decoder", "decoders"):
-        t = d.get("type")
-        if t == "ByteLevel":
-            steps.append(("bytelevel",))
-        elif t == "Replace":
-            pat = d.get("pattern")
-            if not (isinstance(pat, dict) and set(pat) == {"String"} and isinstance(pat["String"], str)):
-                raise UnsupportedTokenizerError(where, f"{fname}.pattern", pat, "only String patterns")
-            steps.append(("replace", pat["String"], d.get("content", "")))
-        elif t == "ByteFallback":
-            steps.append(("bytefallback",))
-        elif t == "Fuse":
-            steps.append(("fuse",))
-        elif t == "Strip":
-            steps.append(("strip", d.get("content", " "), int(d.get("start", 0)), int(d.get("stop", 0))))
-        elif t == "Metaspace":
-            steps.append(("metaspace",) + _metaspace_fields(d, where, fname))
-        else:
-            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported decoders: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence")
-    if byte_level and steps == [("bytelevel",)]:
-        return None  # the kernels' byte gather
-    return tuple(steps)
-
-
-def _post_processor(post, where) -> tuple[tuple, tuple]:
-    prefix: list[int] = []
-    suffix: list[int] = []
-    seen_template = False
-    for fname, p in _flatten(post, where, "post_processor", "processors"):
-        t = p.get("type")
-        if t == "ByteLevel":
-            continue  # offsets only
-        if t != "TemplateProcessing":
-            raise UnsupportedTokenizerError(where, f"{fname}.type", t,
-                                            "supported post-processors: ByteLevel, TemplateProcessing, Sequence")
-        if seen_template:
-            raise UnsupportedTokenizerError(where, fname, "a second TemplateProcessing")
-        seen_template = True
-        specials = p.get("special_tokens") or {}
-        single = p.get("single")
-        if not isinstance(single, list):
-            raise TokenizerFileError(f"{where}: {fname}.single must be a list")
-        before = True
-        for item in single:
-            if not isinstance(item, dict) or len(item) != 1:
-                raise TokenizerFileError(f"{where}: {fname}.single has a malformed item {item!r}")
-            (k, v), = item.items()
-            if k == "Sequence":
-                if v.get("id") != "A":
-                    raise UnsupportedTokenizerError(where, f"{fname}.single", single, "single uses sequence B")
-                before = False
-            elif k == "SpecialToken":
-                name = v.get("id")
-                sp = specials.get(name)
-                if sp is None or not isinstance(sp.get("ids"), list):
-                    raise TokenizerFileError(f"{where}: {fname}.single uses {name!r}, not in special_tokens")
-                (prefix if before else suffix).extend(int(i) for i in sp["ids"])
-            else:
-                raise TokenizerFileError(f"{where}: {fname}.single has a malformed item {item!r}")
-    return tuple(prefix), tuple(suffix)
 
 
 def _added_token(d, where, fname) -> AddedToken:
@@ -513,26 +281,26 @@ def _config_added(config_path, tokens: list[AddedToken], av: _AddedVocab) -> lis
     return list(tokens) + _assign_ids(new, av, where_cfg, "in added_tokens_decoder")
 
 
-def _scanner_kind(steps: list[tuple]) -> tuple[str | None, str]:
+def _scanner_kind(steps: list[PreTokenizer]) -> tuple[str | None, str]:
     """(pattern kind or None, the split pattern text) of byte-level pre-tokenizer steps (ByteLevel last)."""
     from ..patterns import GPT2_ORIGINAL_PATTERN, kind_of_pattern
 
     *head, last = steps
-    assert last[0] == "bytelevel"
-    if last[1]:  # ByteLevel(use_regex=true): GPT-2's original regex after the other steps
+    assert isinstance(last, ByteLevel)
+    if last.use_regex:  # ByteLevel(use_regex=true): GPT-2's original regex after the other steps
         if not head:
             return "gpt2", GPT2_ORIGINAL_PATTERN
-        if head == [("digits", True)]:
+        if head == [Digits(individual=True)]:
             return "gpt2_digits", GPT2_ORIGINAL_PATTERN
         return None, GPT2_ORIGINAL_PATTERN
     if not head:
         return "whole", ""
-    if len(head) == 1 and head[0][0] == "split" and head[0][2] == "Isolated" and not head[0][3]:
-        kind = kind_of_pattern(head[0][1])
+    if len(head) == 1 and head[0].isolated_pattern is not None:
+        kind = kind_of_pattern(head[0].isolated_pattern)
         if kind in ("llama3", "qwen2", "tekken", "gpt2"):
-            return kind, head[0][1]
-        return None, head[0][1]
-    return None, " + ".join(s[1] if s[0] == "split" else s[0] for s in head)
+            return kind, head[0].isolated_pattern
+        return None, head[0].isolated_pattern
+    return None, " + ".join(s.label for s in head)
 
 
 def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = None, *,
@@ -570,14 +338,14 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         raise TokenizerFileError(f"{where}: model.merges must be a list")
     pairs = _check_merges(_merge_pairs(merges_raw, where), vocab_str, where)
 
-    steps = _flatten_pre(d.get("pre_tokenizer"), where)
-    byte_level = any(s[0] == "bytelevel" for s in steps)
-    if byte_level and any(s[0] == "metaspace" for s in steps):
+    steps = read_pre_tokenizers(d.get("pre_tokenizer"), where)
+    byte_level = any(isinstance(s, ByteLevel) for s in steps)
+    if byte_level and any(isinstance(s, Metaspace) for s in steps):
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"), "Metaspace with ByteLevel")
-    if byte_level and steps[-1][0] != "bytelevel":
+    if byte_level and not isinstance(steps[-1], ByteLevel):
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"),
                                         "ByteLevel must be the last pre-tokenizer step")
-    if sum(s[0] == "bytelevel" for s in steps) > 1:
+    if sum(isinstance(s, ByteLevel) for s in steps) > 1:
         raise UnsupportedTokenizerError(where, "pre_tokenizer", d.get("pre_tokenizer"), "two ByteLevel steps")
 
     # vocabulary -> bytes
@@ -611,7 +379,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         if t.id in id_to_str and id_to_str[t.id] != t.content:
             raise TokenizerFileError(f"{where}: added token {t.content!r} has id {t.id}, which is vocabulary "
                                      f"token {id_to_str[t.id]!r}")
-    normalizers = _normalizers(d.get("normalizer"), where)
+    normalizers = read_normalizers(d.get("normalizer"), where)
     if normalizers and any(t.normalized for t in added):
         raise UnsupportedTokenizerError(where, "added_tokens[].normalized", True,
                                         "normalized added tokens with a normalizer")
@@ -625,17 +393,17 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
     if byte_level:
         kind, pattern = _scanner_kind(steps)
         if kind is None:
-            pre_steps = tuple(("gpt2",) if s == ("bytelevel", True) else s for s in steps if s != ("bytelevel", False))
+            pre_steps = tuple(steps)
     else:
         if model.get("ignore_merges", False):
             raise UnsupportedTokenizerError(where, "model.ignore_merges", True, "with a character-level model")
         kind, pattern = "whole", ""
         if steps:
             pre_steps = tuple(steps)
-            pattern = " + ".join(s[1] if s[0] == "split" else s[0] for s in steps)
+            pattern = " + ".join(s.label for s in steps)
     if pre_steps is not None:
         kind = "whole"
-    if pre_steps is not None and any(s[0] != "metaspace" for s in pre_steps):
+    if pre_steps is not None and any(not isinstance(s, Metaspace) for s in pre_steps):
         warnings.warn(f"{where}: no hand-written scanner for the pre-tokenizer {pattern!r}; it runs in Python "
                       "with the `regex` module (exact for these steps, slow)", SlowPretokenizerWarning, stacklevel=3)
 
@@ -668,7 +436,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
                 added_bytes[t.id] = b
         added_bytes = added_bytes or None
 
-    decoder = _decoders(d.get("decoder"), where, byte_level)
+    decoder = read_decoders(d.get("decoder"), where, byte_level)
     token_strings = None
     if decoder is not None:
         n = max([*vocab_str.values(), *(t.id for t in added)]) + 1
@@ -677,7 +445,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
             token_strings[i] = s
         for t in added:
             token_strings[t.id] = t.content
-    prefix_ids, suffix_ids = _post_processor(d.get("post_processor"), where)
+    prefix_ids, suffix_ids = template_ids(read_post_processors(d.get("post_processor"), where))
     known_ids = set(vocab_str.values()) | {t.id for t in added}
     for i in prefix_ids + suffix_ids:
         if i not in known_ids:
@@ -712,716 +480,3 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         added_bytes=added_bytes,
         hf=pipeline,
     )
-
-
-# ------------------------------------------------------------------------------------------------
-# Runtime: what the Encoding calls
-# ------------------------------------------------------------------------------------------------
-
-def _apply_behavior(segs: list[tuple[str, bool]], behavior: str) -> list[str]:
-    """tokenizers' SplitDelimiterBehavior over (text, is_match) pieces, with its exact folds."""
-    if behavior == "Isolated":
-        return [t for t, _ in segs]
-    if behavior == "Removed":
-        return [t for t, m in segs if not m]
-    out: list[str] = []
-    prev = False
-    if behavior == "MergedWithPrevious":  # a match joins the piece before it unless that was a match
-        for t, m in segs:
-            if m and not prev and out:
-                out[-1] += t
-            else:
-                out.append(t)
-            prev = m
-        return out
-    if behavior == "MergedWithNext":  # folded from the right: a match joins the piece after it
-        for t, m in reversed(segs):
-            if m and not prev and out:
-                out[-1] = t + out[-1]
-            else:
-                out.append(t)
-            prev = m
-        return out[::-1]
-    if behavior == "Contiguous":  # consecutive pieces of the same kind are one
-        for t, m in segs:
-            if m == prev and out:
-                out[-1] += t
-            else:
-                out.append(t)
-            prev = m
-        return out
-    raise ValueError(behavior)
-
-
-def onig_find_iter(compiled, s: str):
-    """(start, end) of the matches `tokenizers`' Split finds: leftmost-first matches resuming at the
-    end of the previous one, an empty match ending where the previous match ended is dropped (the
-    search moves one character on). Python's `finditer` keeps such an empty match after a
-    non-empty one (e.g. `(?=a)|b` on "ba"), and empty matches still split."""
-    n = len(s)
-    pos = 0
-    last_end = -1
-    while pos <= n:
-        m = compiled.search(s, pos)
-        if m is None:
-            return
-        a, e = m.span()
-        if a == e and e == last_end:
-            pos += 1
-            continue
-        pos = last_end = e
-        yield a, e
-
-
-def _split_behavior(pieces: list[str], compiled, behavior: str, invert: bool = False,
-                    first_at_start: bool = False) -> tuple[list[str], bool]:
-    """tokenizers' Split pre-tokenizer on each piece: the matches (empty ones included) and the text
-    between them (`invert`: the other way round), folded by the behavior; empty pieces dropped.
-    Returns the pieces and whether the first one begins at offset 0 of the text (given whether
-    pieces[0] did)."""
-    out: list[str] = []
-    for k, p in enumerate(pieces):
-        if not p:
-            continue
-        q = _unicode16_text(p)  # same length: the match positions hold for p
-        pos = 0
-        segs: list[tuple[str, bool]] = []
-        for a, e in onig_find_iter(compiled, q):
-            if a > pos:
-                segs.append((p[pos:a], invert))
-            segs.append((p[a:e], not invert))
-            pos = e
-        if pos < len(p):
-            segs.append((p[pos:], invert))
-        if not out:
-            # the output pieces cover the input contiguously, except Removed's dropped matches
-            first_at_start = first_at_start and k == 0
-            if first_at_start and behavior == "Removed":
-                lead = next((i for i, (t, m) in enumerate(segs) if t and not m), len(segs))
-                first_at_start = not any(t for t, m in segs[:lead] if m)
-        out += [t for t in _apply_behavior(segs, behavior) if t]
-    return out, first_at_start and bool(out)
-
-
-# ------------------------------------------------------------------------------------------------
-# Oniguruma patterns on the `regex` module (the Python pretokenizer)
-# ------------------------------------------------------------------------------------------------
-
-_ONIG_FLAGS = {"i": "i", "m": "s", "x": "x", "-": "-"}  # Oniguruma's (?m) is dot-all
-
-
-def onig_to_python(pat: str) -> str:
-    """An Oniguruma pattern (the syntax `tokenizers` compiles Split patterns with) as a `regex` module
-    pattern with the same matches: `^` / `$` are line anchors there, `\\Z` also matches before a final
-    newline, `\\z` is the end, `(?m)` is dot-all, `\\h` is a hex digit, `\\x{...}` a code point.
-    ValueError for constructs with no safe translation (nested classes, `&&`, other group flags)."""
-    out: list[str] = []
-    i, n = 0, len(pat)
-    in_class = False
-    while i < n:
-        c = pat[i]
-        if c == "\\":
-            if i + 1 >= n:
-                raise ValueError("pattern ends with a backslash")
-            d = pat[i + 1]
-            if d == "x" and pat.startswith("{", i + 2):
-                j = pat.find("}", i)
-                try:
-                    cp = int(pat[i + 3:j], 16)
-                except ValueError:
-                    raise ValueError(f"bad escape {pat[i:j + 1]!r}") from None
-                out.append(f"\\U{cp:08x}")
-                i = j + 1
-                continue
-            if d in "pP" and pat.startswith("{", i + 2):
-                j = pat.find("}", i)
-                if j < 0:
-                    raise ValueError("unterminated \\p{")
-                out.append(pat[i:j + 1])
-                i = j + 1
-                continue
-            if d == "h":
-                out.append("0-9a-fA-F" if in_class else "[0-9a-fA-F]")
-            elif d == "H" and not in_class:
-                out.append("[^0-9a-fA-F]")
-            elif d == "z" and not in_class:
-                out.append("\\Z")
-            elif d == "Z" and not in_class:
-                out.append("(?=\\n?\\Z)")
-            elif d in "HzZ":
-                raise ValueError(f"\\{d} inside a character class")
-            else:
-                out.append(pat[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            if c == "[":
-                if not pat.startswith("[:", i):
-                    raise ValueError("nested character classes")
-                j = pat.find(":]", i)
-                if j < 0:
-                    raise ValueError("unterminated POSIX bracket")
-                out.append(pat[i:j + 2])
-                i = j + 2
-                continue
-            if pat.startswith("&&", i):
-                raise ValueError("character-class intersection (&&)")
-            if c == "]":
-                in_class = False
-            out.append(c)
-            i += 1
-            continue
-        if c == "[":
-            in_class = True
-            out.append(c)
-            i += 1
-            if pat.startswith("^", i):
-                out.append("^")
-                i += 1
-            if pat.startswith("]", i):  # a leading ] is literal
-                out.append("\\]")
-                i += 1
-            continue
-        if c == "^":
-            out.append("(?m:^)")
-        elif c == "$":
-            out.append("(?m:$)")
-        elif c == "(" and pat.startswith("(?", i) and i + 2 < n and (pat[i + 2].isalpha() or pat[i + 2] == "-"):
-            j = i + 2
-            while j < n and pat[j] in _ONIG_FLAGS:
-                j += 1
-            if j >= n or pat[j] not in ":)":
-                raise ValueError(f"group option {pat[i:j + 1]!r}")
-            flags = "".join(_ONIG_FLAGS[f] for f in pat[i + 2:j])
-            out.append("(?" + flags + pat[j])
-            i = j + 1
-            continue
-        else:
-            out.append(c)
-        i += 1
-    if in_class:
-        raise ValueError("unterminated character class")
-    return "".join(out)
-
-
-def compile_onig(pat: str):
-    """`regex` compiled form of an Oniguruma pattern (see onig_to_python); ValueError if unsupported."""
-    import regex
-
-    py = onig_to_python(pat)
-    try:
-        return regex.compile(py)
-    except regex.error as e:
-        raise ValueError(f"the regex module rejects it: {e}") from None
-
-
-def _metaspace(pieces: list[str], rep: str, scheme: str, split: bool, at_start: bool) -> list[str]:
-    """tokenizers' Metaspace pre-tokenizer: spaces -> `rep`, `rep` prepended unless the piece starts
-    with it (scheme "always"; "first": only the piece at offset 0 of the original text), then split
-    before every `rep` (MergedWithNext)."""
-    out: list[str] = []
-    for k, p in enumerate(pieces):
-        if not p:
-            continue
-        p = p.replace(" ", rep)
-        if not p.startswith(rep) and (scheme == "always" or (scheme == "first" and at_start and k == 0)):
-            p = rep + p
-        if not split:
-            out.append(p)
-            continue
-        segs: list[tuple[str, bool]] = []
-        pos = 0
-        while True:
-            j = p.find(rep, pos)
-            if j < 0:
-                break
-            if j > pos:
-                segs.append((p[pos:j], False))
-            segs.append((rep, True))
-            pos = j + len(rep)
-        if pos < len(p):
-            segs.append((p[pos:], False))
-        out += _apply_behavior(segs, "MergedWithNext")
-    return out
-
-
-def _is_digit_char(ch: str) -> bool:
-    from ..tables import RUST_NUMERIC_EXTRA
-    from ..unicode import CLS_NUMBER, char_class
-
-    return char_class(ch) == CLS_NUMBER or ord(ch) in RUST_NUMERIC_EXTRA
-
-
-class HFRuntime:
-    """Runs an HFPipeline around the kernels of one Encoding."""
-
-    def __init__(self, enc, pipe: HFPipeline):
-        self.enc = enc
-        self.pipe = pipe
-        self.missing = pipe.missing_bytes
-        self.has_norm = bool(pipe.normalizers)
-        # the kernel path is exact for a text when nothing below applies to it
-        self.always_text_path = pipe.char_level or pipe.pre_steps is not None
-        self.prefix = np.array(pipe.prefix_ids, dtype=np.uint32)
-        self.suffix = np.array(pipe.suffix_ids, dtype=np.uint32)
-        self._compiled_steps = None
-        if pipe.pre_steps is not None:
-            steps = []
-            for s in pipe.pre_steps:
-                if s[0] == "split":
-                    steps.append(("split", compile_onig(s[1]), s[2], s[3]))
-                elif s[0] == "gpt2":
-                    from ..patterns import GPT2_ORIGINAL_PATTERN
-
-                    steps.append(("split", compile_onig(GPT2_ORIGINAL_PATTERN), "Isolated", False))
-                else:
-                    steps.append(s)
-            self._compiled_steps = steps
-        self.special_ids = np.array(sorted(pipe.special_ids), dtype=np.int64)
-        # whether some texts need Python around the kernels (else every path is the kernels' own)
-        self.needs_python = self.always_text_path or self.has_norm or bool(self.missing)
-
-    # -------------------------------------------------------------- tables (built on first use)
-    # Lazy: while the kernels compile in the background, the Encoding answers from the Python
-    # encoder (interim_hf) and must not build its tables yet.
-    @functools.cached_property
-    def T(self):
-        return self.enc._t
-
-    def _whole_variant(self, ignore: bool):
-        """The tables with PAT_WHOLE: one row = one piece (Python-made pieces)."""
-        from ..kernels.scan import PAT_WHOLE
-        from ..tables import with_config
-
-        return with_config(self.T, pattern_kind=PAT_WHOLE, ignore_merges=ignore)
-
-    @functools.cached_property
-    def T_whole(self):
-        """PAT_WHOLE with the model's ignore_merges."""
-        from ..tables import table_config
-
-        return self._whole_variant(table_config(self.T).ignore_merges)
-
-    @functools.cached_property
-    def T_whole_plain(self):
-        """PAT_WHOLE without ignore_merges (pieces whose dropped bytes make the whole-piece lookup moot)."""
-        return self._whole_variant(False)
-
-    # -------------------------------------------------------------- normalization
-    def normalize(self, s: str) -> str:
-        for step in self.pipe.normalizers:
-            if not s:
-                return s
-            if step[0] == "nfc":
-                s = hf_nfc(s)
-            elif step[0] == "prepend":
-                s = step[1] + s
-            elif step[0] == "replace":
-                s = s.replace(step[1], step[2])
-        return s
-
-    def text_is_plain(self, text: str, data: bytes) -> bool:
-        """Whether the byte-level kernels alone encode `text` exactly (normalization changes nothing
-        in it and it has no byte the vocabulary lacks)."""
-        if self.always_text_path:
-            return False
-        if self.missing and len(data.translate(None, self.missing)) != len(data):
-            return False
-        if self.has_norm:
-            if self.pipe.normalizers == (("nfc",),):
-                # Python-NFC-stable => tokenizers-NFC-stable (hf_nfc splits at Unicode-9 barriers, and the
-                # parts of an NFC string are NFC); quick check in C, immediate for ASCII
-                return unicodedata.is_normalized("NFC", text)
-            n = self.normalize(text)
-            if n is not text and n != text:
-                return False
-        return True
-
-    # -------------------------------------------------------------- encoding
-    def _pretokenize(self, s: str, at_start: bool = True) -> list[str]:
-        pieces = [s]
-        first_at_start = at_start  # pieces[0] begins at offset 0 of the text (Metaspace "first")
-        for step in self._compiled_steps:
-            if step[0] == "split":
-                pieces, first_at_start = _split_behavior(pieces, step[1], step[2], step[3], first_at_start)
-            elif step[0] == "metaspace":
-                pieces = _metaspace(pieces, step[1], step[2], step[3], first_at_start)
-            elif step[0] == "digits":
-                out = []
-                for p in pieces:
-                    cur = ""
-                    prev_d = False
-                    for ch in p:
-                        d = _is_digit_char(ch)
-                        if cur and (d != prev_d or (d and step[1])):
-                            out.append(cur)
-                            cur = ""
-                        cur += ch
-                        prev_d = d
-                    if cur:
-                        out.append(cur)
-                pieces = out
-        return [p for p in pieces if p]
-
-    def _run_rows_offsets(self, rows: list[bytes], T) -> tuple[np.ndarray, np.ndarray]:
-        """(ids of all rows, int64 offsets of each row's ids in them)."""
-        from ..kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows
-
-        if not rows:
-            return np.empty(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
-        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        data = np.frombuffer(b"".join(rows), dtype=np.uint8)
-        out = np.empty(max(len(data), 1), dtype=np.uint32)
-        counts = np.empty(len(rows), dtype=np.int64)
-        cache, work = self.enc._serial_state()
-        if self.pipe.char_level:
-            encode_chars_rows(data, offsets, T, self.pipe.fallback_ids, self.pipe.unk_id, self.pipe.fuse_unk,
-                              out, counts, work[0])
-        else:
-            encode_rows_plain(data, offsets, T, out, counts, cache, work[0])
-        dst = np.empty(int(counts.sum()), dtype=np.uint32)
-        pack_rows(out, offsets, counts, dst)
-        id_off = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(counts, out=id_off[1:])
-        return dst, id_off
-
-    def _run_rows(self, rows: list[bytes], T) -> np.ndarray:
-        return self._run_rows_offsets(rows, T)[0]
-
-    def _char_rows(self, seg: str, at_start: bool) -> list[bytes]:
-        """Character-level pipelines: the kernel rows (words) of one text between added tokens."""
-        seg = self.normalize(seg)
-        if not seg:
-            return []
-        if self._compiled_steps is not None:
-            return [p.encode("utf-8") for p in self._pretokenize(seg, at_start)]
-        return [seg.encode("utf-8")]
-
-    def _segment_ids(self, seg: str, at_start: bool = True) -> list[np.ndarray]:
-        """Ids of one text between added tokens (normalized here); at_start: it begins the text."""
-        if self.pipe.char_level:
-            rows = self._char_rows(seg, at_start)
-            return [self._run_rows(rows, self.T)] if rows else []
-        seg = self.normalize(seg)
-        if not seg:
-            return []
-        data = seg.encode("utf-8")
-        if self._compiled_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
-            buf = np.frombuffer(data, dtype=np.uint8)
-            return [self.enc._encode_buf(buf, self.enc._no_added, False)]
-        # pieces from the Python pretokenizer, or from the scanner when bytes must be dropped
-        if self._compiled_steps is not None:
-            pieces = [p.encode("utf-8") for p in self._pretokenize(seg)]
-        else:
-            from ..kernels.scan import piece_ends
-            from ..tables import table_config
-
-            buf = np.frombuffer(data, dtype=np.uint8)
-            ends = piece_ends(table_config(self.T).pattern_kind, buf, 0, len(buf), self.T.stage1,
-                              self.T.stage2).tolist()
-            starts = [0] + ends[:-1]
-            pieces = [data[a:b] for a, b in zip(starts, ends)]
-        if not self.missing:
-            return [self._run_rows(pieces, self.T_whole)]
-        out = []
-        clean: list[bytes] = []
-        for p in pieces:
-            q = p.translate(None, self.missing)
-            if len(q) == len(p):
-                clean.append(p)
-                continue
-            if clean:
-                out.append(self._run_rows(clean, self.T_whole))
-                clean = []
-            if self.enc._model.ignore_merges:
-                from ..kernels.hashing import token_id_of_bytes
-
-                t = token_id_of_bytes(self.T, p)
-                if t >= 0:
-                    out.append(np.array([t], dtype=np.uint32))
-                    continue
-            if q:
-                out.append(self._run_rows([q], self.T_whole_plain))
-        if clean:
-            out.append(self._run_rows(clean, self.T_whole))
-        return out
-
-    def encode_text_path(self, data: bytes, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
-        """Added tokens found in the raw text, normalization and encoding segment by segment."""
-        from ..kernels.encode_chars import split_added
-
-        buf = np.frombuffer(data, dtype=np.uint8)
-        parts: list[np.ndarray] = []
-        pos = 0
-        if any_allowed and len(buf):
-            starts, ends, idx = split_added(buf, self.T, amask)
-            added_ids = self.T.added_ids
-            for a, e, t in zip(starts.tolist(), ends.tolist(), idx.tolist()):
-                if a > pos:
-                    parts += self._segment_ids(data[pos:a].decode("utf-8"), pos == 0)
-                parts.append(np.array([added_ids[t]], dtype=np.uint32))
-                pos = e
-        if pos < len(data):
-            parts += self._segment_ids(data[pos:].decode("utf-8"), pos == 0)
-        if not parts:
-            return np.empty(0, dtype=np.uint32)
-        return np.concatenate(parts).astype(np.uint32, copy=False)
-
-    def encode(self, text: str, data: bytes, amask, any_allowed: bool, add_special_tokens: bool) -> np.ndarray:
-        if self.text_is_plain(text, data):
-            ids = self.enc._encode_buf(np.frombuffer(data, dtype=np.uint8), amask, any_allowed)
-        else:
-            ids = self.encode_text_path(data, amask, any_allowed)
-        if add_special_tokens and (len(self.prefix) or len(self.suffix)):
-            ids = np.concatenate((self.prefix, ids, self.suffix))
-        return ids
-
-    def add_template(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows with the post-processor's prefix / suffix ids around each."""
-        if not (len(self.prefix) or len(self.suffix)):
-            return ids, offsets
-        n = len(offsets) - 1
-        o = offsets.tolist()
-        parts = []
-        for r in range(n):
-            parts += [self.prefix, ids[o[r]:o[r + 1]], self.suffix]
-        extra = len(self.prefix) + len(self.suffix)
-        new_offsets = offsets + extra * np.arange(n + 1, dtype=np.int64)
-        flat = np.concatenate(parts).astype(np.uint32, copy=False) if parts else np.empty(0, dtype=np.uint32)
-        return flat, new_offsets - new_offsets[0]
-
-    @staticmethod
-    def _rows_with(lut: np.ndarray, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """bool per row: whether the row holds a byte b with lut[b]."""
-        n = len(offsets) - 1
-        out = np.zeros(n, dtype=bool)
-        if not n:
-            return out
-        a0 = int(offsets[0])
-        flags = lut[arr[a0:int(offsets[-1])]]
-        nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
-        if len(nonempty):
-            # consecutive rows cover the data contiguously: reduceat over the starts of the non-empty ones
-            out[nonempty] = np.logical_or.reduceat(flags, offsets[:-1][nonempty] - a0)
-        return out
-
-    def _encode_rows_char_level(self, arr, offsets, valid, amask, any_allowed: bool):
-        """Character-level batches: each text is split at its added tokens, normalized and pretokenized in
-        Python, and the words of ALL texts go through one kernel call."""
-        from ..kernels.encode_chars import split_added
-
-        n = len(offsets) - 1
-        raw = arr.tobytes()
-        o = offsets.tolist()
-        cand = None
-        if any_allowed:
-            cand = self._rows_with(np.asarray(self.T.trie_root) >= 0, arr, offsets)
-        added_ids = self.T.added_ids
-        words: list[bytes] = []
-        plans: list = [None] * n  # per text: (first word, end word) or a list of word ranges / added ids
-        for r in range(n):
-            if not valid[r]:
-                plans[r] = (len(words), len(words))
-                continue
-            b = raw[o[r]:o[r + 1]]
-            try:
-                text = b.decode("utf-8")
-            except UnicodeDecodeError:  # as encode() of the replaced text
-                text = b.decode("utf-8", "replace")
-                b = text.encode("utf-8")
-            if cand is None or not cand[r]:
-                w0 = len(words)
-                words += self._char_rows(text, True)
-                plans[r] = (w0, len(words))
-                continue
-            buf = np.frombuffer(b, dtype=np.uint8)
-            starts, ends, idx = split_added(buf, self.T, amask)
-            plan = []
-            pos = 0
-            for a, e, t in zip(starts.tolist(), ends.tolist(), idx.tolist()):
-                if a > pos:
-                    w0 = len(words)
-                    words += self._char_rows(b[pos:a].decode("utf-8"), pos == 0)
-                    plan.append((w0, len(words)))
-                plan.append(int(added_ids[t]))
-                pos = e
-            if pos < len(b):
-                w0 = len(words)
-                words += self._char_rows(b[pos:].decode("utf-8"), pos == 0)
-                plan.append((w0, len(words)))
-            plans[r] = plan
-        ids, word_off = self._run_rows_offsets(words, self.T)
-        wo = word_off.tolist()
-        results = []
-        for plan in plans:
-            if isinstance(plan, tuple):
-                results.append(ids[wo[plan[0]]:wo[plan[1]]])
-                continue
-            parts = [ids[wo[p[0]]:wo[p[1]]] if isinstance(p, tuple) else np.array([p], dtype=np.uint32)
-                     for p in plan]
-            results.append(np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32))
-        lens = np.fromiter((len(x) for x in results), dtype=np.int64, count=n)
-        new_offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lens, out=new_offsets[1:])
-        flat = np.concatenate(results).astype(np.uint32, copy=False) if n else np.empty(0, dtype=np.uint32)
-        return flat, new_offsets
-
-    def _suspect_rows(self, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
-        """bool per row: whether the row may need the Python path (a non-ASCII byte where NFC is the only
-        normalizer, a byte the vocabulary lacks); None when every row needs the per-row check."""
-        n = len(offsets) - 1
-        if self.always_text_path or (self.has_norm and self.pipe.normalizers != (("nfc",),)):
-            return None
-        lut = np.zeros(256, dtype=bool)
-        if self.has_norm:
-            lut[0x80:] = True  # ASCII is NFC-stable
-        if self.missing:
-            lut[np.frombuffer(self.missing, dtype=np.uint8)] = True
-        if not lut.any():
-            return np.zeros(n, dtype=bool)
-        return self._rows_with(lut, arr, offsets)
-
-    def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
-                    num_threads: int) -> tuple[np.ndarray, np.ndarray]:
-        """Encoding.encode_rows for pipelines that need Python: rows the kernels encode exactly go
-        through them in parallel, the others one by one through the text path."""
-        enc = self.enc
-        n = len(offsets) - 1
-        arr = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
-        if self.pipe.char_level:
-            return self._encode_rows_char_level(arr, offsets, valid, amask, any_allowed)
-        suspect = self._suspect_rows(arr, offsets)
-        if suspect is not None and not suspect[np.asarray(valid, dtype=bool)].any():
-            # no row can differ from the kernels' result: no Python strings at all
-            return enc.encode_rows(arr, offsets, valid, num_threads=num_threads, amask=amask,
-                                   any_allowed=any_allowed, _raw=True)
-        raw = arr.tobytes()
-        o = offsets.tolist()
-        texts = [raw[o[r]:o[r + 1]] for r in range(n)]
-        results: list[np.ndarray | None] = [None] * n
-        plain_rows = []
-        for r in range(n):
-            if not valid[r]:
-                results[r] = np.empty(0, dtype=np.uint32)
-                continue
-            if suspect is not None and not suspect[r]:
-                plain_rows.append(r)
-                continue
-            b = texts[r]
-            try:
-                t = b.decode("utf-8")
-            except UnicodeDecodeError:  # as encode() of the replaced text
-                t = b.decode("utf-8", "replace")
-                b = texts[r] = t.encode("utf-8")
-            if self.text_is_plain(t, b):
-                plain_rows.append(r)
-            else:
-                results[r] = self.encode_text_path(b, amask, any_allowed)
-        if plain_rows:
-            rows = [texts[r] for r in plain_rows]
-            lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=len(rows))
-            po = np.zeros(len(rows) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=po[1:])
-            pdata = np.frombuffer(b"".join(rows), dtype=np.uint8)
-            ids, io = enc.encode_rows(pdata, po, num_threads=num_threads, amask=amask, any_allowed=any_allowed,
-                                      _raw=True)
-            io = io.tolist()
-            for k, r in enumerate(plain_rows):
-                results[r] = ids[io[k]:io[k + 1]]
-        lens = np.fromiter((len(x) for x in results), dtype=np.int64, count=n)
-        new_offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lens, out=new_offsets[1:])
-        flat = np.concatenate(results).astype(np.uint32, copy=False) if n else np.empty(0, dtype=np.uint32)
-        return flat, new_offsets
-
-    def encode_arrow(self, array, *, num_threads, allowed_special, disallowed_special, errors, large_list,
-                     counting: bool):
-        """Arrow columns for pipelines that need Python: rows read as bytes and encoded like `encode`
-        of `row.decode("utf-8", errors)` (null rows stay null). Row errors (invalid UTF-8 with
-        errors="strict", a disallowed special token) raise `ArrowRowError` naming the row in the
-        whole input, across chunks."""
-        import pyarrow as pa
-
-        from ..arrow import ArrowRowError, as_arrow, validate_text_array
-
-        if errors not in ("replace", "strict"):
-            raise ValueError(f"errors must be 'replace' or 'strict', not {errors!r}")
-        arr = as_arrow(array)
-        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-        out_chunks = []
-        row_base = 0
-        for chunk in chunks:
-            validate_text_array(chunk)
-            vals = []
-            for r, b in enumerate(_row_bytes(chunk)):
-                if b is None:
-                    vals.append(None)
-                    continue
-                row = row_base + r
-                try:
-                    text = b.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    if errors == "strict":
-                        raise ArrowRowError(f"row {row}: invalid UTF-8 at byte {e.start} "
-                                            f"({b[max(e.start - 8, 0):e.start + 8]!r}); pass errors='replace' to "
-                                            f"encode it as bytes.decode('utf-8', 'replace') would", row) from None
-                    text = b.decode("utf-8", "replace")
-                try:
-                    vals.append(self.enc.encode_to_numpy(text, allowed_special=allowed_special,
-                                                         disallowed_special=disallowed_special))
-                except ValueError as e:
-                    raise ArrowRowError(f"row {row}: {e}", row) from None
-            row_base += len(chunk)
-            if counting:
-                out_chunks.append(pa.array([None if v is None else len(v) for v in vals], type=pa.int64()))
-            else:
-                total = sum(len(v) for v in vals if v is not None)
-                large = large_list if large_list is not None else total > 2**31 - 1
-                typ = pa.large_list(pa.uint32()) if large else pa.list_(pa.uint32())
-                out_chunks.append(pa.array(vals, type=typ))
-        if isinstance(arr, pa.ChunkedArray):
-            return pa.chunked_array(out_chunks, type=out_chunks[0].type if out_chunks else
-                                    (pa.int64() if counting else pa.list_(pa.uint32())))
-        return out_chunks[0]
-
-    def decode_arrow(self, list_array):
-        import pyarrow as pa
-
-        from ..arrow import as_arrow
-
-        arr = as_arrow(list_array)
-        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
-        out = [pa.array([None if v is None else self.enc.decode(v) for v in c.to_pylist()], type=pa.large_string())
-               for c in chunks]
-        if isinstance(arr, pa.ChunkedArray):
-            return pa.chunked_array(out, type=pa.large_string())
-        return out[0]
-
-    # -------------------------------------------------------------- decoding
-    def filter_special(self, ids: np.ndarray) -> np.ndarray:
-        if not len(self.special_ids) or not len(ids):
-            return ids
-        return ids[~np.isin(ids, self.special_ids)]
-
-    def decode_python(self, ids: np.ndarray) -> str:
-        """The decoder chain over token strings, as `tokenizers` runs it."""
-        return self.pipe.chain.decode(ids.tolist())
-
-
-_AS_BINARY = {"string": "binary", "large_string": "large_binary", "string_view": "binary_view"}
-
-
-def _row_bytes(chunk) -> list:
-    """The rows of a string / binary (or dictionary-encoded) Arrow array as bytes, None for a null:
-    string rows are read as binary, so bytes that are not UTF-8 reach the caller instead of raising."""
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(chunk.type):
-        values = _row_bytes(chunk.dictionary)
-        return [None if i is None else values[i] for i in chunk.indices.to_pylist()]
-    binary = _AS_BINARY.get(str(chunk.type))
-    if binary is not None:
-        chunk = chunk.view(getattr(pa, binary)())
-    return [None if v is None else bytes(v) for v in chunk.to_pylist()]
