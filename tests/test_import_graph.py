@@ -148,3 +148,36 @@ def test_known_upward_imports_still_exist():
     graph = import_graph()  # an entry fixed upstream must leave the list too
     for name, dep in KNOWN_UPWARD:
         assert dep in graph[name], f"{name} no longer imports {dep}: remove it from KNOWN_UPWARD"
+
+
+# tiktoken's own attribute names, which its users read too
+_TIKTOKEN_ATTRIBUTES = {"_special_tokens", "_mergeable_ranks", "_pat_str"}
+
+
+def _private_encoding_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, attribute) of every `enc._x`, `self.enc._x`, `self._enc._x` read in a module."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+            continue
+        base = node.value
+        holder = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+        if holder in ("enc", "_enc") and node.attr not in _TIKTOKEN_ATTRIBUTES:
+            found.append((node.lineno, node.attr))
+    return found
+
+
+def test_front_ends_reach_an_encoding_through_its_facade():
+    bad = {}
+    for name, path in _modules().items():
+        if name == "tltok_jit.encoding":
+            continue
+        reads = _private_encoding_reads(ast.parse(path.read_text()))
+        if reads:
+            bad[name] = reads
+    assert not bad, f"private Encoding attributes read outside encoding.py (use Encoding.facade): {bad}"
+
+
+def test_private_read_detector_finds_one():
+    tree = ast.parse("def f(enc):\n    return enc._t, self.enc._compiled, self._enc._model, enc._mergeable_ranks\n")
+    assert sorted(_private_encoding_reads(tree)) == [(2, "_compiled"), (2, "_model"), (2, "_t")]
