@@ -5,6 +5,7 @@ function (an import inside a function is still a dependency; it only hides a cyc
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 import subprocess
 import sys
@@ -112,6 +113,14 @@ def test_import_loads_neither_pyarrow_nor_polars():
     code = ("import sys, tltok_jit; bad = [m for m in ('pyarrow', 'polars', 'pandas', 'ray') if m in sys.modules];"
             " assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent)
+
+
+def test_rank_file_users_never_load_the_tokenizer_json_pipeline():
+    code = ("import sys, tltok_jit; enc = tltok_jit.get_encoding('r50k_base'); enc.encode('hi'); enc.decode([1]);"
+            " bad = [m for m in ('tltok_jit.pipeline_runtime', 'tltok_jit.interim_hf', 'tltok_jit.loaders.hf_json',"
+            " 'tltok_jit.decoder_chain') if m in sys.modules]; assert not bad, bad")
+    env = {**os.environ, "TLTOK_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE.parent, env=env)
 
 
 # what each lower layer may not import: a description never depends on what consumes it

@@ -12,7 +12,7 @@ from typing import AbstractSet
 import numba
 import numpy as np
 
-from . import interim, interim_hf, warm
+from . import interim, warm
 from .args import check_int, check_text, check_threads, token_id_array
 from .errors import DisallowedSpecialTokenError, UnknownTokenError, raise_disallowed_special_token  # noqa: F401
 from .kernels import encode as K
@@ -22,7 +22,7 @@ from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
-from .pipeline_runtime import HFRuntime, KernelPipeline
+from .pipeline_kernels import KernelPipeline
 from .pylist import IntObjects
 from .recipe import abspath, cached
 from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
@@ -60,6 +60,14 @@ def _char_finder(chars: str):
     return re.compile("[" + re.escape(chars) + "]")
 
 
+def _tokenizer_json_modules():
+    """(interim_hf, pipeline_runtime), imported when a tokenizer.json model is first built: a process
+    that uses only rank files never loads the tokenizer.json pipeline (~40 ms of its start-up)."""
+    from . import interim_hf, pipeline_runtime
+
+    return interim_hf, pipeline_runtime
+
+
 class KernelFacade:
     """What the other front ends (the Arrow columns, the stream encoder, the tokenizer.json runtime)
     use of an Encoding to run its kernels; not part of tiktoken's interface.
@@ -95,7 +103,7 @@ class KernelFacade:
 
     @property
     def pipeline(self):
-        """What every call of the Encoding runs (pipeline_runtime.KernelPipeline, or HFRuntime for a
+        """What every call of the Encoding runs (pipeline_kernels.KernelPipeline, or pipeline_runtime.HFRuntime for a
         tokenizer.json model: normalizer, Python pretokenizer, post-processor, decoder around the kernels)."""
         return self._enc._pipeline
 
@@ -174,11 +182,13 @@ class Encoding:
         # tltok_jit.warm); _interim_stages: the worker's stages every call of this model also needs.
         self._interim = None
         self._interim_checked = 0.0
-        self._interim_stages = ("hf",) if interim_hf.needs_hf_kernels(model) else ()
+        hf = getattr(model, "hf", None)  # a tokenizer.json pipeline, or None (rank files)
+        interim_hf = _tokenizer_json_modules()[0] if hf is not None else None
+        self._interim_stages = ("hf",) if interim_hf is not None and interim_hf.needs_hf_kernels(model) else ()
         if compiled is None and warm.background_enabled() and not warm.all_ready():
             if interim.supports(model):
                 self._interim = interim.InterimEncoder(model)
-            elif interim_hf.supports(model):
+            elif interim_hf is not None and interim_hf.supports(model):
                 self._interim = interim_hf.HFInterimEncoder(model)
         if self._interim is not None:
             warm.start_background()
@@ -205,8 +215,7 @@ class Encoding:
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
         # what every call runs: the kernels alone, or a tokenizer.json pipeline (normalizer, Python
         # pretokenizer, post-processor, decoder) around them
-        hf = getattr(model, "hf", None)
-        self._pipeline = KernelPipeline(self) if hf is None else HFRuntime(self, hf)
+        self._pipeline = KernelPipeline(self) if hf is None else _tokenizer_json_modules()[1].HFRuntime(self, hf)
         self._plain_ascii_ok = self._pipeline.kernels_only  # the short-call fast paths (_encode_short)
 
     # ------------------------------------------------------------------ compiled tables (or not yet)

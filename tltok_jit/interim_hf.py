@@ -19,8 +19,7 @@ import numpy as np
 from .model import ModelDescription
 from .pipeline.normalizers import NFC, hf_nfc
 from .pipeline.onig import compile_onig, onig_find_iter
-from .tables import RUST_NUMERIC_EXTRA
-from .unicode import CLS_NUMBER, char_class
+from .unicode import CLS_NUMBER, RUST_NUMERIC_EXTRA, char_class
 from .unicode.regex16 import unicode16_text
 
 _CACHE_LIMIT = 1 << 16  # pieces remembered (a text repeats its words)

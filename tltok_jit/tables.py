@@ -32,8 +32,7 @@ from .kernels.encode import CFG_IGNORE_MERGES, CFG_PATTERN, CFG_TREES, CFG_USE_C
 from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
 from .patterns import KINDS, PatternKind
-from .pipeline.pre_tokenizers import RUST_NUMERIC_EXTRA  # the characters only HF's Digits counts as numbers
-from .unicode import class_tables
+from .unicode import RUST_NUMERIC_EXTRA, class_tables  # (RUST_NUMERIC_EXTRA: numbers to HF's Digits only)
 
 # the kernels' code of each pattern kind (patterns.KINDS says what the kinds are)
 PATTERN_CODES = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "llama3": PAT_LLAMA3,

@@ -13,19 +13,14 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedTokenizerError
 from ..patterns import GPT2_ORIGINAL_PATTERN
-from ..unicode import CLS_NUMBER, char_class
+from ..unicode import CLS_NUMBER, RUST_NUMERIC_EXTRA, char_class
 from ..unicode.regex16 import unicode16_text
 from .fields import metaspace_fields, read_stages
 from .onig import compile_onig, onig_find_iter
 
-__all__ = ["ByteLevel", "Digits", "Metaspace", "PRE_TOKENIZERS", "PreTokenizer", "RUST_NUMERIC_EXTRA", "Split",
+__all__ = ["ByteLevel", "Digits", "Metaspace", "PRE_TOKENIZERS", "PreTokenizer", "Split",
            "apply_behavior", "metaspace_split", "pre_tokenize", "read_pre_tokenizers", "split_pieces"]
 
-# HF's Digits pre-tokenizer splits on Rust's `char::is_numeric` (general category N*), and the Rust
-# that built tokenizers 0.23 has Unicode 17 tables, while its regexes (Oniguruma) and our table are
-# Unicode 16: these 13 characters (Tolong Siki digits, U+16FF4..6) are numbers to Digits only.
-# Measured with `pre_tokenizers.Digits(individual_digits=True).pre_tokenize_str` over all code points.
-RUST_NUMERIC_EXTRA = tuple(range(0x11DE0, 0x11DEA)) + (0x16FF4, 0x16FF5, 0x16FF6)
 
 BEHAVIORS = ("Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous")
 

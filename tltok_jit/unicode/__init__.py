@@ -13,3 +13,9 @@ from .classes import (  # noqa: F401
     class_tables,
     char_class,
 )
+
+# HF's Digits pre-tokenizer splits on Rust's `char::is_numeric` (general category N*), and the Rust
+# that built tokenizers 0.23 has Unicode 17 tables, while its regexes (Oniguruma) and our table are
+# Unicode 16: these 13 characters (Tolong Siki digits, U+16FF4..6) are numbers to Digits only.
+# Measured with `pre_tokenizers.Digits(individual_digits=True).pre_tokenize_str` over all code points.
+RUST_NUMERIC_EXTRA = tuple(range(0x11DE0, 0x11DEA)) + (0x16FF4, 0x16FF5, 0x16FF6)
