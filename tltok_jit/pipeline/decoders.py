@@ -38,6 +38,12 @@ class Decoder:
     needs_primer_text = False
     end_strip: str | None = None
 
+    @classmethod
+    def from_json(cls, obj: dict, where: str, fieldname: str) -> "Decoder":
+        """The stage of its JSON object (`where`, `fieldname`: for errors); a stage with options
+        reads and checks them here."""
+        return cls()
+
     def decode_chain(self, tokens: list[str]) -> list[str]:
         raise NotImplementedError
 
@@ -83,10 +89,6 @@ class ByteLevel(Decoder):
     """`ByteLevel`: the tokens' GPT-2 byte-alphabet characters as bytes, decoded as UTF-8 (replace)."""
 
     joins = True
-
-    @classmethod
-    def from_json(cls, obj: dict, where: str, fieldname: str) -> "ByteLevel":
-        return cls()
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
@@ -145,10 +147,6 @@ class ByteFallback(Decoder):
     joins = True
     is_byte_fallback = True
 
-    @classmethod
-    def from_json(cls, obj: dict, where: str, fieldname: str) -> "ByteFallback":
-        return cls()
-
     def decode_chain(self, tokens: list[str]) -> list[str]:
         new = []
         run = bytearray()
@@ -170,10 +168,6 @@ class Fuse(Decoder):
     """`Fuse`: all tokens as one string."""
 
     joins = True
-
-    @classmethod
-    def from_json(cls, obj: dict, where: str, fieldname: str) -> "Fuse":
-        return cls()
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         return ["".join(tokens)]
