@@ -12,13 +12,12 @@ from typing import AbstractSet, Literal
 import numba
 import numpy as np
 
-from . import interim, interim_hf, warm
+from . import id_decode, interim, interim_hf, warm
 from .args import check_int, check_text, check_threads, token_id_array
 from .errors import DisallowedSpecialTokenError, UnknownTokenError, raise_disallowed_special_token  # noqa: F401
 from .kernels import encode as K
 from .kernels import handle as KH
 from .kernels.cache import new_cache
-from .kernels.decode import gather_bytes
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
@@ -45,6 +44,10 @@ _ASCII_AT_ENTRY: list = [None]
 _ASCII_CALL_ENTRY: list = [None]
 # ids (<= bytes) of a text up to this length fit the per-thread scratch of Encoding._encode_short
 _SCRATCH = 4096
+# short decodes served by the kernel before the per-id bytes list for joins is built: building it
+# (~20 ms for 200k ids) costs about what this many kernel calls lose to joins (~3 us each), so a
+# process that decodes a few short lists never pays for it and one that decodes many pays it once
+_SHORT_DECODES_BEFORE_TABLE = 4096
 
 
 def _entry_point(dispatcher, args):
@@ -139,6 +142,8 @@ class Encoding:
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
+        self._join_table = None  # id_decode's per-id bytes, built once short decodes repay it
+        self._short_decodes = 0
         # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
         # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
@@ -829,7 +834,44 @@ class Encoding:
                 raise self._unknown_token(int(ids[np.argmax(bad)]))
         return ids
 
+    def _plain_decode(self, skip_special_tokens: bool) -> bool:
+        """Whether decode is the token bytes joined (no special token to drop, no decoder chain)."""
+        return ((not skip_special_tokens or not len(self._special_ids))
+                and (self._hf is None or self._hf.pipe.decoder is None))
+
+    def _short_join_table(self) -> list | None:
+        """id_decode's join table; None for the first _SHORT_DECODES_BEFORE_TABLE short decodes,
+        unless the Python encoder already holds the token bytes."""
+        table = self._join_table
+        if table is None:
+            if self._compiled_tables is None and self._interim is not None:
+                table = id_decode.padded_table(self._interim.by_id)
+            else:
+                self._short_decodes += 1
+                if self._short_decodes < _SHORT_DECODES_BEFORE_TABLE:
+                    return None
+                table = id_decode.id_bytes_table(self._t.tok_bytes, self._t.tok_offsets, self._valid)
+            self._join_table = table
+        return table
+
+    def _fast_decode_bytes(self, tokens) -> bytes | None:
+        """decode_bytes of a plain decode by id_decode, or None for the checked path to answer."""
+        if type(tokens) in (list, tuple) and len(tokens) <= id_decode.SHORT_IDS:
+            table = self._short_join_table()
+            if table is not None:
+                return id_decode.join_ids(table, tokens)
+        if not isinstance(tokens, (list, tuple, np.ndarray)) or self._serve_interim("single"):
+            return None  # an iterator is read once, by the checked path
+        t = self._t
+        return id_decode.gather(token_id_array(tokens, self._unknown_token), t.tok_bytes, t.tok_offsets,
+                                self._valid)
+
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        if self._plain_decode(skip_special_tokens):
+            data = self._fast_decode_bytes(tokens)
+            if data is not None:
+                return data
+        # the checked path: reports what the fast path refused
         ids = self._ids_array(tokens)
         if skip_special_tokens and len(self._special_ids) and len(ids):
             ids = ids[~np.isin(ids, self._special_ids)]
@@ -837,7 +879,20 @@ class Encoding:
             return self._hf.decode_python(ids).encode("utf-8", "surrogatepass")
         if self._serve_interim("single"):
             return self._interim.decode_bytes(ids)
-        return gather_bytes(ids, self._t.tok_bytes, self._t.tok_offsets).tobytes()
+        data = id_decode.gather(ids, self._t.tok_bytes, self._t.tok_offsets, self._valid)
+        if data is None:
+            raise AssertionError("unreachable: _ids_array checked every id")
+        return data
+
+    def _fast_decode_bytes_batch(self, batch) -> list[bytes] | None:
+        """decode_bytes of each row by one kernel call, or None for the row-by-row path."""
+        if self._serve_interim("single"):
+            return None
+        flat = id_decode.flat_ids(batch)
+        if flat is None:
+            return None
+        t = self._t
+        return id_decode.gather_batch(*flat, t.tok_bytes, t.tok_offsets, self._valid)
 
     def decode(self, tokens: Iterable[int], errors: str = "replace", *, skip_special_tokens: bool = False) -> str:
         """Token ids -> text; with errors="replace", one U+FFFD per maximal ill-formed subsequence.
@@ -872,12 +927,20 @@ class Encoding:
         ['hello', ' world']
         """
         check_threads(num_threads)
+        if self._plain_decode(skip_special_tokens):
+            rows = self._fast_decode_bytes_batch(batch)
+            if rows is not None:
+                return [r.decode("utf-8", errors=errors) for r in rows]
         return [self.decode(ids, errors, skip_special_tokens=skip_special_tokens) for ids in batch]
 
     def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8,
                            skip_special_tokens: bool = False) -> list[bytes]:
         """`decode_bytes` of each id sequence."""
         check_threads(num_threads)
+        if self._plain_decode(skip_special_tokens):
+            rows = self._fast_decode_bytes_batch(batch)
+            if rows is not None:
+                return rows
         return [self.decode_bytes(ids, skip_special_tokens=skip_special_tokens) for ids in batch]
 
     def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
