@@ -48,6 +48,7 @@ _SCRATCH = 4096
 # (~20 ms for 200k ids) costs about what this many kernel calls lose to joins (~3 us each), so a
 # process that decodes a few short lists never pays for it and one that decodes many pays it once
 _SHORT_DECODES_BEFORE_TABLE = 4096
+_SHORT_IDS = id_decode.SHORT_IDS
 
 
 def _entry_point(dispatcher, args):
@@ -867,6 +868,12 @@ class Encoding:
                                 self._valid)
 
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        table = self._join_table  # built for a plain decode only
+        if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
+            try:  # inline: on a few ids, each call saved is a tenth of the time
+                return b"".join([table[i] for i in tokens])
+            except Exception:  # noqa: BLE001 - the checked path reports it
+                pass
         if self._plain_decode(skip_special_tokens):
             data = self._fast_decode_bytes(tokens)
             if data is not None:
@@ -910,6 +917,14 @@ class Encoding:
         ...
         tltok_jit.errors.UnknownTokenError: Invalid token for decoding: 200029 (not in the vocabulary of 'o200k_base', n_vocab=200019)
         """
+        table = self._join_table  # built for a plain decode only
+        if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
+            try:  # inline: on a few ids, each call saved is a tenth of the time
+                data = b"".join([table[i] for i in tokens])
+            except Exception:  # noqa: BLE001 - the checked path reports it
+                data = None
+            if data is not None:
+                return data.decode("utf-8", errors)
         if self._hf is not None and self._hf.pipe.decoder is not None:
             ids = self._ids_array(tokens)
             if skip_special_tokens and len(self._special_ids) and len(ids):

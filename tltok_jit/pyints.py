@@ -21,9 +21,8 @@ import sysconfig
 
 import numpy as np
 
-from .kernels.pyints import LONG_DIGIT, LONG_TAG, OB_TYPE, read_small_ints
+from .kernels.pyints import LONG_DIGIT, LONG_TAG, OB_TYPE, SEQ_ITEMS, read_small_ints
 
-_ITEMS = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # PyObject_VAR_HEAD, then ob_item (list) or the items (tuple)
 _INT_TYPE = id(int)
 # the size field of 0 and of a one-digit positive int: ob_size (3.10, 3.11) or lv_tag (3.12+:
 # digits << 3 | sign, sign 1 = zero, 0 = positive)
@@ -37,7 +36,7 @@ def _word(addr: int) -> int:
 
 def _items_address(seq: list | tuple) -> int:
     """Address of the PyObject* array of an exact list or tuple."""
-    return _word(id(seq) + _ITEMS) if type(seq) is list else id(seq) + _ITEMS
+    return _word(id(seq) + SEQ_ITEMS) if type(seq) is list else id(seq) + SEQ_ITEMS
 
 
 def _check_layout() -> bool:
@@ -87,10 +86,12 @@ def available() -> bool:
 def small_int_array(seq: list | tuple) -> np.ndarray | None:
     """The items of an exact list or tuple as a read-only int64 array if every one is an exact int
     in [0, 2**30), else None (and None when the layout check failed)."""
-    if not _AVAILABLE or type(seq) not in (list, tuple):
+    kind = type(seq)
+    if not _AVAILABLE or (kind is not list and kind is not tuple):
         return None
-    out = np.empty(len(seq), dtype=np.int64)
-    if read_small_ints(_items_address(seq), len(seq), _INT_TYPE, _ZERO_TAG, _ONE_DIGIT_TAG, out) != len(seq):
+    n = len(seq)
+    out = np.empty(n, dtype=np.int64)
+    if read_small_ints(id(seq), kind is list, n, _INT_TYPE, _ZERO_TAG, _ONE_DIGIT_TAG, out) != n:
         return None
     out.flags.writeable = False  # the kernels are compiled for read-only ids
     return out

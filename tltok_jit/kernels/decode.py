@@ -10,24 +10,30 @@ COPY_WORD = 16  # bytes copied per step: two unaligned 8-byte loads and stores
 
 
 @njit
-def gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid):
-    """(the bytes of all rows concatenated, their byte offsets[n_rows + 1], -1), or (empty, offsets,
-    the position in `ids` of the first unknown id: < 0, >= len(valid) or not valid).
+def gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
+    """(the bytes of all rows concatenated, -1), or (empty, the position in `ids` of the first
+    unknown id: < 0, >= len(valid) or not valid). byte_offsets[r] = where row r starts in the bytes.
 
-    Row r is ids[row_offsets[r]:row_offsets[r + 1]]; the caller guarantees 0 = row_offsets[0] <=
-    ... <= row_offsets[-1] = len(ids) and len(tok_offsets) = len(valid) + 1."""
+    Row r is ids[row_offsets[r]:row_offsets[r + 1]]; empty `row_offsets` (and `byte_offsets`, then
+    not written): one row of all ids. The caller guarantees 0 = row_offsets[0] <= ... <=
+    row_offsets[-1] = len(ids), len(byte_offsets) = len(row_offsets) and len(tok_offsets) =
+    len(valid) + 1."""
     nv = len(valid)
-    n_rows = len(row_offsets) - 1
-    out_offsets = np.empty(n_rows + 1, dtype=np.int64)
-    out_offsets[0] = 0
+    one_row = len(row_offsets) == 0
+    n_rows = 1 if one_row else len(row_offsets) - 1
     total = np.int64(0)
     for r in range(n_rows):
-        for i in range(row_offsets[r], row_offsets[r + 1]):
+        if not one_row:
+            byte_offsets[r] = total
+        a = 0 if one_row else row_offsets[r]
+        e = len(ids) if one_row else row_offsets[r + 1]
+        for i in range(a, e):
             t = ids[i]
             if t < 0 or t >= nv or not valid[t]:
-                return np.empty(0, dtype=np.uint8), out_offsets, np.int64(i)
+                return np.empty(0, dtype=np.uint8), np.int64(i)
             total += tok_offsets[t + 1] - tok_offsets[t]
-        out_offsets[r + 1] = total
+    if not one_row:
+        byte_offsets[n_rows] = total
     # one allocation of the exact size (+ slack for the word stores), one pass: a token is copied
     # in 16-byte words (most are shorter) and the next one overwrites what went past its end
     out = np.empty(total + COPY_WORD, dtype=np.uint8)
@@ -52,4 +58,4 @@ def gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid):
                 out[p] = tok_bytes[a]
                 a += 1
                 p += 1
-    return out[:total], out_offsets, np.int64(-1)
+    return out[:total], np.int64(-1)

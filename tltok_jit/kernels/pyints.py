@@ -11,6 +11,7 @@ import numpy as np
 from .jit import njit
 
 OB_TYPE = 8  # PyObject: ob_refcnt, then ob_type
+SEQ_ITEMS = 24  # PyObject_VAR_HEAD, then a list's ob_item pointer or a tuple's items
 LONG_TAG = 16  # PyLongObject: ob_size (3.10, 3.11) or lv_tag (3.12+) after the object header
 LONG_DIGIT = 24  # the first 30-bit digit
 
@@ -39,11 +40,12 @@ load_u32 = _load(32, numba.types.int64)
 
 # The GIL stays held (nogil=False): no other thread may change or free the objects while they are read.
 @njit(nogil=False)
-def read_small_ints(items, n, int_type, zero_tag, one_digit_tag, out):
-    """out[i] = item i of the PyObject* array at `items` while it is an exact int in [0, 2**30) (a
-    zero or one-digit int: its size field is `zero_tag` or `one_digit_tag`); returns how many were
-    read (n: all of them). Objects of any other type or value are never read beyond their type
-    and size fields."""
+def read_small_ints(seq, is_list, n, int_type, zero_tag, one_digit_tag, out):
+    """out[i] = item i of the list (`is_list`) or tuple at address `seq` while it is an exact int in
+    [0, 2**30) (a zero or one-digit int: its size field is `zero_tag` or `one_digit_tag`); returns
+    how many were read (n: all of them). Objects of any other type or value are never read beyond
+    their type and size fields."""
+    items = load_i64(seq + SEQ_ITEMS) if is_list else seq + SEQ_ITEMS
     for i in range(n):
         obj = load_i64(items + 8 * i)
         if load_i64(obj + OB_TYPE) != int_type:
