@@ -846,7 +846,7 @@ class Encoding:
         table = self._join_table
         if table is None:
             if self._compiled_tables is None and self._interim is not None:
-                table = id_decode.padded_table(self._interim.by_id)
+                table = self._interim.by_id
             else:
                 self._short_decodes += 1
                 if self._short_decodes < _SHORT_DECODES_BEFORE_TABLE:
@@ -870,8 +870,10 @@ class Encoding:
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
         table = self._join_table  # built for a plain decode only
         if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
-            try:  # inline: on a few ids, each call saved is a tenth of the time
-                return b"".join([table[i] for i in tokens])
+            try:  # id_decode.join_ids inline: on a few ids, each call saved is a tenth of the time
+                parts = [table[i] for i in tokens if i >= 0]
+                if len(parts) == len(tokens):
+                    return b"".join(parts)
             except Exception:  # noqa: BLE001 - the checked path reports it
                 pass
         if self._plain_decode(skip_special_tokens):
@@ -919,8 +921,9 @@ class Encoding:
         """
         table = self._join_table  # built for a plain decode only
         if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
-            try:  # inline: on a few ids, each call saved is a tenth of the time
-                data = b"".join([table[i] for i in tokens])
+            try:  # id_decode.join_ids inline: on a few ids, each call saved is a tenth of the time
+                parts = [table[i] for i in tokens if i >= 0]
+                data = b"".join(parts) if len(parts) == len(tokens) else None
             except Exception:  # noqa: BLE001 - the checked path reports it
                 data = None
             if data is not None:

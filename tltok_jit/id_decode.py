@@ -21,26 +21,23 @@ _ONE_ROW = np.zeros(0, dtype=np.int64)  # gather_rows: all ids are one row
 
 
 def id_bytes_table(tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> list:
-    """The join table of a model's token bytes (see `padded_table`)."""
+    """The join table of a model: the bytes of each id, None for an unassigned id."""
     data = tok_bytes.tobytes()
     o = tok_offsets.tolist()
-    return padded_table([data[o[i]:o[i + 1]] if ok else None for i, ok in enumerate(valid.tolist())])
-
-
-def padded_table(by_id: list) -> list:
-    """`by_id` (bytes, or None for an unassigned id) followed by as many Nones.
-
-    A list index wraps a negative id -n..-1 to the end, ids n..2n-1 land there too: every id a
-    join may not answer indexes a None (the join fails) or is out of range (IndexError)."""
-    return by_id + [None] * len(by_id)
+    return [data[o[i]:o[i + 1]] if ok else None for i, ok in enumerate(valid.tolist())]
 
 
 def join_ids(table: list, tokens) -> bytes | None:
-    """The bytes of `tokens` (a list or tuple of ints) by one join, or None (an id or element the
-    checked path must report). Only ints and objects with __index__ index a list, as tiktoken
-    takes them: a float, str or nested list fails here."""
+    """The bytes of `tokens` (a list or tuple of ints) by one join over `table`, or None (an id or
+    element the checked path must report).
+
+    Only ints and objects with __index__ index a list, as tiktoken takes them: a float, str or
+    nested list fails here, an id past the table raises IndexError, an unassigned one gives a None
+    the join refuses. A list index wraps negative ids, so they are left out, and a part missing
+    means one was there."""
     try:
-        return b"".join([table[i] for i in tokens])
+        parts = [table[i] for i in tokens if i >= 0]
+        return b"".join(parts) if len(parts) == len(tokens) else None
     except Exception:  # noqa: BLE001 - whatever failed, the checked path reproduces and reports it
         return None
 
