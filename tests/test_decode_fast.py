@@ -13,7 +13,6 @@ import sysconfig
 import numpy as np
 import pytest
 
-import tltok_jit.encoding as encoding_module
 from tltok_jit import id_decode, pyints
 from tltok_jit.encoding import UnknownTokenError
 from tltok_jit.kernels.decode import gather_rows
@@ -123,7 +122,7 @@ def test_read_small_ints_matches_the_reference(seed):
             seq[rng.randrange(len(seq))] = rng.choice(ODD_ITEMS)
         seq = tuple(seq) if rng.random() < 0.4 else seq
         out = np.full(len(seq), -1, dtype=np.int64)
-        n = read_small_ints(id(seq), type(seq) is list, len(seq), id(int), pyints._ZERO_TAG, pyints._ONE_DIGIT_TAG, out)
+        n = read_small_ints(id(seq), type(seq) is list, len(seq), id(int), pyints.ZERO_TAG, pyints.ONE_DIGIT_TAG, out)
         want_n, want = small_ints_reference(seq)
         assert n == want_n
         assert out[:n].tolist() == want
@@ -158,42 +157,58 @@ def english_ids(pair, shared_path):
     return ids
 
 
-def fresh(enc, joined: bool):
-    """A copy of `enc` (its own decode state) whose short lists are joined (joined) or go through the
-    kernel (not yet enough short decodes)."""
+def full_table(enc, oracle) -> list:
+    """Every id's bytes (None: unassigned), from tiktoken."""
+    return [oracle.decode_single_token_bytes(i) if enc._valid[i] else None for i in range(enc.n_vocab)]
+
+
+@pytest.fixture(scope="module")
+def reference_table(pair):
+    return full_table(*pair)
+
+
+def fresh(enc, table=None):
+    """A copy of `enc` (its own decode state): short lists go through the kernel and are learnt
+    (no table), or are joined over `table`."""
     e = copy.copy(enc)
-    if joined:
-        e._short_decodes = encoding_module._SHORT_DECODES_BEFORE_TABLE
-        assert e._short_join_table() is not None and e._join_table is not None
-    else:
-        assert e._join_table is None
+    assert e._join_table is None
+    if table is not None:
+        e._join_table = list(table)
     return e
 
 
-def test_the_join_table_comes_after_enough_short_decodes(pair):
-    enc = fresh(pair[0], joined=False)
-    for _ in range(encoding_module._SHORT_DECODES_BEFORE_TABLE - 1):
-        enc.decode_bytes([24912])
-    assert enc._join_table is None
-    enc.decode_bytes([24912, 2375])
+def test_short_decodes_learn_their_ids(pair, monkeypatch):
+    enc = fresh(pair[0])
+    assert enc.decode_bytes([24912, 2375]) == b"hello world"
     table = enc._join_table
-    assert table is not None and len(table) == enc.n_vocab
-    assert [table[i] for i in (24912, 2375)] == [b"hello", b" world"]
+    assert len(table) == enc.n_vocab and table[24912] == b"hello" and table[2375] == b" world"
+    assert sum(b is not None for b in table) == 2
+
+    def no_kernel(*args):
+        raise AssertionError("the kernel was called")
+
+    monkeypatch.setattr(id_decode, "gather_list", no_kernel)
+    assert enc.decode([2375, 24912, 2375]) == " worldhello world"  # joined: learnt ids only
+    assert enc.decode_bytes([2375, 24912]) == b" worldhello"
+    with pytest.raises(AssertionError, match="the kernel was called"):
+        enc.decode([24912, 9999])  # an id not learnt yet
 
 
-def test_join_table_is_every_token_s_bytes(pair):
-    enc = pair[0]
-    t = enc._t
-    table = id_decode.id_bytes_table(t.tok_bytes, t.tok_offsets, enc._valid)
-    oracle = pair[1]
-    for i in list(range(0, enc.n_vocab, 997)) + [enc.n_vocab - 1, enc.eot_token]:
-        want = None if not enc._valid[i] else oracle.decode_single_token_bytes(i)
-        assert table[i] == want
+def test_learnt_ids_are_tiktoken_s_bytes(pair, english_ids, reference_table):
+    enc = fresh(pair[0])
+    for i in range(0, 20_000, 7):
+        enc.decode(english_ids[i:i + 7])
+    learnt = [i for i, b in enumerate(enc._join_table) if b is not None]
+    assert len(learnt) > 1000
+    assert all(enc._join_table[i] == reference_table[i] for i in learnt)
 
 
-@pytest.mark.parametrize("joined", [False, True], ids=["kernel", "joined"])
-def test_decode_matches_tiktoken_at_every_length(pair, english_ids, joined):
-    enc, oracle = fresh(pair[0], joined), pair[1]
+MODES = ["learning", "joined"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_decode_matches_tiktoken_at_every_length(pair, english_ids, reference_table, mode):
+    enc, oracle = fresh(pair[0], reference_table if mode == "joined" else None), pair[1]
     rng = random.Random(3)
     lengths = [0, 1, 2, id_decode.SHORT_IDS - 1, id_decode.SHORT_IDS, id_decode.SHORT_IDS + 1, 300, 5000,
                len(english_ids)]
@@ -216,9 +231,9 @@ def test_decode_matches_tiktoken_at_every_length(pair, english_ids, joined):
         enc.decode(cut, errors="strict")
 
 
-@pytest.mark.parametrize("joined", [False, True], ids=["kernel", "joined"])
-def test_batches_match_tiktoken(pair, english_ids, joined):
-    enc, oracle = fresh(pair[0], joined), pair[1]
+@pytest.mark.parametrize("mode", MODES)
+def test_batches_match_tiktoken(pair, english_ids, reference_table, mode):
+    enc, oracle = fresh(pair[0], reference_table if mode == "joined" else None), pair[1]
     rng = random.Random(5)
     batch, i = [], 0
     while i < 60_000:
@@ -251,10 +266,10 @@ BAD = [  # (tokens, exception, what the message names; {k}: the position of toke
 
 
 @pytest.mark.parametrize("repeat", [1, 200], ids=["short", "long"])
-@pytest.mark.parametrize("joined", [False, True], ids=["kernel", "joined"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("tokens,exc,message", BAD, ids=[m for _, _, m in BAD])
-def test_errors_are_the_checked_path_s(pair, joined, repeat, tokens, exc, message):
-    enc, oracle = fresh(pair[0], joined), pair[1]
+def test_errors_are_the_checked_path_s(pair, reference_table, mode, repeat, tokens, exc, message):
+    enc, oracle = fresh(pair[0], reference_table if mode == "joined" else None), pair[1]
     ids = [24912] * (repeat - 1) + list(tokens)
     message = message.replace("{0}", str(repeat - 1)).replace("{1}", str(repeat))
     if exc is TypeError:
@@ -266,22 +281,22 @@ def test_errors_are_the_checked_path_s(pair, joined, repeat, tokens, exc, messag
             call(ids)
 
 
-def test_an_unassigned_id_is_named(pair):
+def test_an_unassigned_id_is_named(pair, reference_table):
     enc = pair[0]
     holes = np.flatnonzero(~enc._valid)
     if not len(holes):
         pytest.skip(f"{NAME} has no unassigned id below n_vocab")
     h = int(holes[0])
-    for joined in (False, True):
-        e = fresh(enc, joined)
+    for table in (None, reference_table):
+        e = fresh(enc, table)
         for ids in ([24912, h], [24912] * 300 + [h]):
             with pytest.raises(UnknownTokenError, match=f"{h} .*an unassigned id"):
                 e.decode(ids)
 
 
-@pytest.mark.parametrize("joined", [False, True], ids=["kernel", "joined"])
-def test_skip_special_tokens_drops_them_on_the_fast_paths(pair, joined):
-    enc = fresh(pair[0], joined)
+@pytest.mark.parametrize("mode", MODES)
+def test_skip_special_tokens_drops_them_on_the_fast_paths(pair, reference_table, mode):
+    enc = fresh(pair[0], reference_table if mode == "joined" else None)
     eot = enc.eot_token
     ids = [24912, eot, 2375]
     assert enc.decode(ids) == "hello<|endoftext|> world"

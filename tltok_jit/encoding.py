@@ -44,10 +44,6 @@ _ASCII_AT_ENTRY: list = [None]
 _ASCII_CALL_ENTRY: list = [None]
 # ids (<= bytes) of a text up to this length fit the per-thread scratch of Encoding._encode_short
 _SCRATCH = 4096
-# short decodes served by the kernel before the per-id bytes list for joins is built: building it
-# (~20 ms for 200k ids) costs about what this many kernel calls lose to joins (~3 us each), so a
-# process that decodes a few short lists never pays for it and one that decodes many pays it once
-_SHORT_DECODES_BEFORE_TABLE = 4096
 _SHORT_IDS = id_decode.SHORT_IDS
 
 
@@ -143,8 +139,7 @@ class Encoding:
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
-        self._join_table = None  # id_decode's per-id bytes, built once short decodes repay it
-        self._short_decodes = 0
+        self._join_table = None  # id_decode's per-id bytes for short decodes, learnt as ids come
         # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
         # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
@@ -840,35 +835,44 @@ class Encoding:
         return ((not skip_special_tokens or not len(self._special_ids))
                 and (self._hf is None or self._hf.pipe.decoder is None))
 
-    def _short_join_table(self) -> list | None:
-        """id_decode's join table; None for the first _SHORT_DECODES_BEFORE_TABLE short decodes,
-        unless the Python encoder already holds the token bytes."""
+    def _short_join_table(self) -> list:
+        """id_decode's join table: the Python encoder's token bytes, or None for every id until a
+        short decode through the kernel puts its ids' bytes in (id_decode.learn_ids)."""
         table = self._join_table
         if table is None:
             if self._compiled_tables is None and self._interim is not None:
                 table = self._interim.by_id
             else:
-                self._short_decodes += 1
-                if self._short_decodes < _SHORT_DECODES_BEFORE_TABLE:
-                    return None
-                table = id_decode.id_bytes_table(self._t.tok_bytes, self._t.tok_offsets, self._valid)
+                table = [None] * self.n_vocab
             self._join_table = table
         return table
 
     def _fast_decode_bytes(self, tokens) -> bytes | None:
         """decode_bytes of a plain decode by id_decode, or None for the checked path to answer."""
-        if type(tokens) in (list, tuple) and len(tokens) <= id_decode.SHORT_IDS:
-            table = self._short_join_table()
-            if table is not None:
-                return id_decode.join_ids(table, tokens)
-        if not isinstance(tokens, (list, tuple, np.ndarray)) or self._serve_interim("single"):
+        kind = type(tokens)
+        if kind is list or kind is tuple:
+            table = None
+            if len(tokens) <= _SHORT_IDS:
+                table = self._short_join_table()
+                data = id_decode.join_ids(table, tokens)
+                if data is not None:
+                    return data
+            if self._serve_interim("single"):
+                return None
+            t = self._t
+            data = id_decode.gather_list(tokens, t.tok_bytes, t.tok_offsets, self._valid)
+            if data is not None:
+                if table is not None:
+                    id_decode.learn_ids(table, tokens, t.tok_bytes, t.tok_offsets)
+                return data
+        elif not isinstance(tokens, (list, tuple, np.ndarray)) or self._serve_interim("single"):
             return None  # an iterator is read once, by the checked path
         t = self._t
         return id_decode.gather(token_id_array(tokens, self._unknown_token), t.tok_bytes, t.tok_offsets,
                                 self._valid)
 
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
-        table = self._join_table  # built for a plain decode only
+        table = self._join_table  # made for a plain decode only
         if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
             try:  # id_decode.join_ids inline: on a few ids, each call saved is a tenth of the time
                 parts = [table[i] for i in tokens if i >= 0]
@@ -919,7 +923,7 @@ class Encoding:
         ...
         tltok_jit.errors.UnknownTokenError: Invalid token for decoding: 200029 (not in the vocabulary of 'o200k_base', n_vocab=200019)
         """
-        table = self._join_table  # built for a plain decode only
+        table = self._join_table  # made for a plain decode only
         if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
             try:  # id_decode.join_ids inline: on a few ids, each call saved is a tenth of the time
                 parts = [table[i] for i in tokens if i >= 0]

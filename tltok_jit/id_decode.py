@@ -10,26 +10,31 @@ from __future__ import annotations
 import array
 import numpy as np
 
-from .kernels.decode import gather_rows
+from . import pyints
+from .kernels.decode import gather_rows, gather_small_ints
 from .pyints import small_int_array
 
-# Above this many ids a list goes through the kernel: converting it to int64 and one kernel call
-# cost a few microseconds, which the join's ~10 ns per id less repays from here on (measured).
-SHORT_IDS = 64
+# Up to this many ids a list is joined in Python: one kernel call costs ~2 us before its first id,
+# a join ~50 ns per id (each id's bytes object is a cache miss); they cross at ~24 ids (measured).
+SHORT_IDS = 24
 
 _ONE_ROW = np.zeros(0, dtype=np.int64)  # gather_rows: all ids are one row
+_FAST_INTS = pyints.available()
 
 
-def id_bytes_table(tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> list:
-    """The join table of a model: the bytes of each id, None for an unassigned id."""
-    data = tok_bytes.tobytes()
-    o = tok_offsets.tolist()
-    return [data[o[i]:o[i + 1]] if ok else None for i, ok in enumerate(valid.tolist())]
+def learn_ids(table: list, tokens, tok_bytes: np.ndarray, tok_offsets: np.ndarray) -> None:
+    """Put the bytes of `tokens` in the join table (every one a valid id: their decode by the kernel
+    just succeeded). A table filled as ids come costs nothing up front; a full one would cost tens
+    of milliseconds of bytes objects at the first short decode."""
+    for i in tokens:
+        if table[i] is None:
+            table[i] = tok_bytes[tok_offsets[i]:tok_offsets[i + 1]].tobytes()
 
 
 def join_ids(table: list, tokens) -> bytes | None:
-    """The bytes of `tokens` (a list or tuple of ints) by one join over `table`, or None (an id or
-    element the checked path must report).
+    """The bytes of `tokens` (a list or tuple of ints) by one join over `table` (the bytes of each
+    id, or None: unassigned or not learnt yet), or None (an id not in the table, or an element the
+    checked path must report).
 
     Only ints and objects with __index__ index a list, as tiktoken takes them: a float, str or
     nested list fails here, an id past the table raises IndexError, an unassigned one gives a None
@@ -40,6 +45,17 @@ def join_ids(table: list, tokens) -> bytes | None:
         return b"".join(parts) if len(parts) == len(tokens) else None
     except Exception:  # noqa: BLE001 - whatever failed, the checked path reproduces and reports it
         return None
+
+
+def gather_list(seq: list | tuple, tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> bytes | None:
+    """The bytes of an exact list or tuple of ids in one kernel call that reads the int objects
+    (tltok_jit.pyints), or None: an item that is not an int in [0, 2**30), an unknown id, or the
+    object layout check failed."""
+    if not _FAST_INTS:
+        return None
+    out, status = gather_small_ints(id(seq), type(seq) is list, len(seq), pyints.INT_TYPE, pyints.ZERO_TAG,
+                                    pyints.ONE_DIGIT_TAG, tok_bytes, tok_offsets, valid)
+    return out.tobytes() if status == -1 else None
 
 
 def gather(ids: np.ndarray, tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> bytes | None:

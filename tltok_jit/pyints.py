@@ -23,10 +23,10 @@ import numpy as np
 
 from .kernels.pyints import LONG_DIGIT, LONG_TAG, OB_TYPE, SEQ_ITEMS, read_small_ints
 
-_INT_TYPE = id(int)
+INT_TYPE = id(int)
 # the size field of 0 and of a one-digit positive int: ob_size (3.10, 3.11) or lv_tag (3.12+:
 # digits << 3 | sign, sign 1 = zero, 0 = positive)
-_ZERO_TAG, _ONE_DIGIT_TAG = (0, 1) if sys.version_info < (3, 12) else (1, 8)
+ZERO_TAG, ONE_DIGIT_TAG = (0, 1) if sys.version_info < (3, 12) else (1, 8)
 SMALL_LIMIT = 1 << 30  # one 30-bit digit
 
 
@@ -49,12 +49,12 @@ def _check_layout() -> bool:
             return False
     for v in values:
         tag = _word(id(v) + LONG_TAG)
-        if _word(id(v) + OB_TYPE) != _INT_TYPE or tag != (_ZERO_TAG if v == 0 else _ONE_DIGIT_TAG):
+        if _word(id(v) + OB_TYPE) != INT_TYPE or tag != (ZERO_TAG if v == 0 else ONE_DIGIT_TAG):
             return False
         if v and ctypes.c_uint32.from_address(id(v) + LONG_DIGIT).value != v:
             return False
     for v in others:  # never taken for a small int
-        if _word(id(v) + OB_TYPE) == _INT_TYPE and _word(id(v) + LONG_TAG) in (_ZERO_TAG, _ONE_DIGIT_TAG):
+        if _word(id(v) + OB_TYPE) == INT_TYPE and _word(id(v) + LONG_TAG) in (ZERO_TAG, ONE_DIGIT_TAG):
             return False
     return True
 
@@ -91,7 +91,7 @@ def small_int_array(seq: list | tuple) -> np.ndarray | None:
         return None
     n = len(seq)
     out = np.empty(n, dtype=np.int64)
-    if read_small_ints(id(seq), kind is list, n, _INT_TYPE, _ZERO_TAG, _ONE_DIGIT_TAG, out) != n:
+    if read_small_ints(id(seq), kind is list, n, INT_TYPE, ZERO_TAG, ONE_DIGIT_TAG, out) != n:
         return None
     out.flags.writeable = False  # the kernels are compiled for read-only ids
     return out

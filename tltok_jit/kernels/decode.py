@@ -1,16 +1,18 @@
-"""Token ids -> bytes: rows of ids gathered into one buffer, unknown ids found on the way."""
+"""Token ids -> bytes: rows of ids gathered into one buffer, unknown ids found on the way; a list
+or tuple of small Python ints read and gathered in one call."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .jit import data_ptr, load_u64, njit, store_u64
+from .pyints import small_ints_into
 
 COPY_WORD = 16  # bytes copied per step: two unaligned 8-byte loads and stores
 
 
-@njit
-def gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
+@njit(inline="always")
+def _gather(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
     """(the bytes of all rows concatenated, -1), or (empty, the position in `ids` of the first
     unknown id: < 0, >= len(valid) or not valid). byte_offsets[r] = where row r starts in the bytes.
 
@@ -59,3 +61,24 @@ def gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
                 a += 1
                 p += 1
     return out[:total], np.int64(-1)
+
+
+@njit
+def gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
+    """_gather: (the bytes of all rows concatenated, -1), or (empty, the position in `ids` of the
+    first unknown id). Row r is ids[row_offsets[r]:row_offsets[r + 1]]; empty `row_offsets` (and
+    `byte_offsets`, then not written): one row of all ids; byte_offsets[r] = where row r starts."""
+    return _gather(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets)
+
+
+# The GIL stays held (nogil=False) while the int objects are read (kernels/pyints.py).
+@njit(nogil=False)
+def gather_small_ints(seq, is_list, n, int_type, zero_tag, one_digit_tag, tok_bytes, tok_offsets, valid):
+    """The bytes of the `n` ids of the list or tuple at address `seq` (pyints.read_small_ints's
+    arguments): (bytes, -1); (empty, position of the first unknown id); (empty, -2) when an item
+    is not an exact int in [0, 2**30)."""
+    ids = np.empty(n, dtype=np.int64)
+    if small_ints_into(seq, is_list, n, int_type, zero_tag, one_digit_tag, ids) != n:
+        return np.empty(0, dtype=np.uint8), np.int64(-2)
+    one_row = np.empty(0, dtype=np.int64)
+    return _gather(ids, one_row, tok_bytes, tok_offsets, valid, one_row)

@@ -38,13 +38,12 @@ load_i64 = _load(64, numba.types.int64)
 load_u32 = _load(32, numba.types.int64)
 
 
-# The GIL stays held (nogil=False): no other thread may change or free the objects while they are read.
-@njit(nogil=False)
-def read_small_ints(seq, is_list, n, int_type, zero_tag, one_digit_tag, out):
+@njit(inline="always")
+def small_ints_into(seq, is_list, n, int_type, zero_tag, one_digit_tag, out):
     """out[i] = item i of the list (`is_list`) or tuple at address `seq` while it is an exact int in
     [0, 2**30) (a zero or one-digit int: its size field is `zero_tag` or `one_digit_tag`); returns
     how many were read (n: all of them). Objects of any other type or value are never read beyond
-    their type and size fields."""
+    their type and size fields. The caller holds the GIL."""
     items = load_i64(seq + SEQ_ITEMS) if is_list else seq + SEQ_ITEMS
     for i in range(n):
         obj = load_i64(items + 8 * i)
@@ -58,3 +57,10 @@ def read_small_ints(seq, is_list, n, int_type, zero_tag, one_digit_tag, out):
         else:
             return np.int64(i)
     return np.int64(n)
+
+
+# The GIL stays held (nogil=False): no other thread may change or free the objects while they are read.
+@njit(nogil=False)
+def read_small_ints(seq, is_list, n, int_type, zero_tag, one_digit_tag, out):
+    """small_ints_into as a kernel of its own."""
+    return small_ints_into(seq, is_list, n, int_type, zero_tag, one_digit_tag, out)
