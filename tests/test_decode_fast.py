@@ -203,6 +203,20 @@ def test_learnt_ids_are_tiktoken_s_bytes(pair, english_ids, reference_table):
     assert all(enc._join_table[i] == reference_table[i] for i in learnt)
 
 
+def test_many_misses_build_the_whole_table(pair, reference_table, monkeypatch):
+    import tltok_jit.encoding as encoding_module
+
+    monkeypatch.setattr(encoding_module, "_JOIN_MISSES_BEFORE_WHOLE_TABLE", 3)
+    enc = fresh(pair[0])
+    for ids in ([24912], [2375], [24912, 2375]):  # the third is joined: no miss
+        enc.decode(ids)
+    assert sum(b is not None for b in enc._join_table) == 2
+    assert enc.decode([300]) == pair[1].decode([300])  # the third miss
+    assert enc._join_table == reference_table
+    table = id_decode.id_bytes_table(enc._t.tok_bytes, enc._t.tok_offsets, enc._valid)
+    assert table == reference_table
+
+
 MODES = ["learning", "joined"]
 
 

@@ -45,6 +45,10 @@ _ASCII_CALL_ENTRY: list = [None]
 # ids (<= bytes) of a text up to this length fit the per-thread scratch of Encoding._encode_short
 _SCRATCH = 4096
 _SHORT_IDS = id_decode.SHORT_IDS
+# short decodes that missed the join table (~3 us each: a kernel call, then the ids learnt) before the
+# whole table is built (45-100 ms here): a process that decodes a few short lists never pays for it,
+# one that decodes many unseen ids pays it once, after about a tenth of its cost in misses
+_JOIN_MISSES_BEFORE_WHOLE_TABLE = 2048
 
 
 def _entry_point(dispatcher, args):
@@ -140,6 +144,7 @@ class Encoding:
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
         self._join_table = None  # id_decode's per-id bytes for short decodes, learnt as ids come
+        self._join_misses = 0
         # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
         # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
@@ -837,7 +842,8 @@ class Encoding:
 
     def _short_join_table(self) -> list:
         """id_decode's join table: the Python encoder's token bytes, or None for every id until a
-        short decode through the kernel puts its ids' bytes in (id_decode.learn_ids)."""
+        short decode through the kernel puts its ids' bytes in (id_decode.learn_ids; the whole
+        table after _JOIN_MISSES_BEFORE_WHOLE_TABLE such decodes)."""
         table = self._join_table
         if table is None:
             if self._compiled_tables is None and self._interim is not None:
@@ -863,7 +869,11 @@ class Encoding:
             data = id_decode.gather_list(tokens, t.tok_bytes, t.tok_offsets, self._valid)
             if data is not None:
                 if table is not None:
-                    id_decode.learn_ids(table, tokens, t.tok_bytes, t.tok_offsets)
+                    self._join_misses += 1
+                    if self._join_misses == _JOIN_MISSES_BEFORE_WHOLE_TABLE:
+                        self._join_table = id_decode.id_bytes_table(t.tok_bytes, t.tok_offsets, self._valid)
+                    else:
+                        id_decode.learn_ids(table, tokens, t.tok_bytes, t.tok_offsets)
                 return data
         elif not isinstance(tokens, (list, tuple, np.ndarray)) or self._serve_interim("single"):
             return None  # an iterator is read once, by the checked path

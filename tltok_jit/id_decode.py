@@ -22,10 +22,17 @@ _ONE_ROW = np.zeros(0, dtype=np.int64)  # gather_rows: all ids are one row
 _FAST_INTS = pyints.available()
 
 
+def id_bytes_table(tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> list:
+    """The whole join table: every id's bytes, None for an unassigned id."""
+    data = tok_bytes.tobytes()
+    o = tok_offsets.tolist()
+    return [data[o[i]:o[i + 1]] if ok else None for i, ok in enumerate(valid.tolist())]
+
+
 def learn_ids(table: list, tokens, tok_bytes: np.ndarray, tok_offsets: np.ndarray) -> None:
     """Put the bytes of `tokens` in the join table (every one a valid id: their decode by the kernel
-    just succeeded). A table filled as ids come costs nothing up front; a full one would cost tens
-    of milliseconds of bytes objects at the first short decode."""
+    just succeeded). A table filled as ids come costs nothing up front; the whole one costs tens of
+    milliseconds of bytes objects (id_bytes_table)."""
     for i in tokens:
         if table[i] is None:
             table[i] = tok_bytes[tok_offsets[i]:tok_offsets[i + 1]].tobytes()
