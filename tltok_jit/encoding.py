@@ -841,16 +841,12 @@ class Encoding:
                 and (self._hf is None or self._hf.pipe.decoder is None))
 
     def _short_join_table(self) -> list:
-        """id_decode's join table: the Python encoder's token bytes, or None for every id until a
-        short decode through the kernel puts its ids' bytes in (id_decode.learn_ids; the whole
-        table after _JOIN_MISSES_BEFORE_WHOLE_TABLE such decodes)."""
+        """id_decode's join table: None for every id until a short decode through the kernel puts
+        its ids' bytes in (id_decode.learn_ids; the whole table after _JOIN_MISSES_BEFORE_WHOLE_TABLE
+        such decodes). Always the compiled tables' bytes, never the Python encoder's."""
         table = self._join_table
         if table is None:
-            if self._compiled_tables is None and self._interim is not None:
-                table = self._interim.by_id
-            else:
-                table = [None] * self.n_vocab
-            self._join_table = table
+            table = self._join_table = [None] * self.n_vocab
         return table
 
     def _fast_decode_bytes(self, tokens) -> bytes | None:
