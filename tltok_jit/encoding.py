@@ -938,6 +938,10 @@ class Encoding:
                 data = None
             if data is not None:
                 return data.decode("utf-8", errors)
+        if self._plain_decode(skip_special_tokens):  # decode_bytes' fast path, one call fewer
+            data = self._fast_decode_bytes(tokens)
+            if data is not None:
+                return data.decode("utf-8", errors)
         if self._hf is not None and self._hf.pipe.decoder is not None:
             ids = self._ids_array(tokens)
             if skip_special_tokens and len(self._special_ids) and len(ids):
