@@ -73,6 +73,25 @@ def test_gather_rows_matches_the_reference(seed):
             assert out.tobytes() == want
             if len(row_offsets):
                 assert byte_offsets.tolist() == want_offsets
+        if pyints.available():  # the same ids as a list and a tuple of ints, read from the objects
+            handle = id_decode.decode_handle(tok_bytes, tok_offsets, valid)
+            small = all(0 <= t < pyints.SMALL_LIMIT for t in ids)
+            for seq in (ids, tuple(ids)):
+                got = id_decode.gather_list(seq, handle)
+                assert got == (want if want_bad < 0 else None) if small else got is None
+
+
+def test_decode_handle_refuses_other_arrays():
+    by_id, tok_bytes, tok_offsets, valid = synthetic_tables(random.Random(1), 20)
+    id_decode.decode_handle(tok_bytes, tok_offsets, valid)
+    with pytest.raises(ValueError, match="does not match the decode handle"):
+        id_decode.decode_handle(tok_bytes, tok_offsets.astype(np.int32), valid)
+    with pytest.raises(ValueError, match="does not match the decode handle"):
+        id_decode.decode_handle(tok_bytes, tok_offsets, valid.astype(np.uint8))
+    with pytest.raises(ValueError, match="do not match"):
+        id_decode.decode_handle(tok_bytes, tok_offsets[:-1], valid)
+    with pytest.raises(ValueError, match="do not match"):
+        id_decode.decode_handle(tok_bytes[:-1], tok_offsets, valid)
 
 
 def test_gather_rows_copies_the_last_token_to_the_end():

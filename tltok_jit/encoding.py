@@ -145,6 +145,7 @@ class Encoding:
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
         self._join_table = None  # id_decode's per-id bytes for short decodes, learnt as ids come
         self._join_misses = 0
+        self._decode_handle_of = None  # (id_decode.decode_handle, the arrays it points into)
         # Hugging Face tokenizer.json models: normalizer / Python pretokenizer / post-processor / decoder
         # run around the kernels (loaders.hf_json.HFRuntime); None for tiktoken files.
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
@@ -849,6 +850,14 @@ class Encoding:
             table = self._join_table = [None] * self.n_vocab
         return table
 
+    def _decode_handle(self) -> np.ndarray:
+        """id_decode.decode_handle of the tables (which the Encoding keeps alive)."""
+        hs = self._decode_handle_of
+        if hs is None or hs[1] is not self._t:
+            t, valid = self._t, self._valid
+            hs = self._decode_handle_of = (id_decode.decode_handle(t.tok_bytes, t.tok_offsets, valid), t, valid)
+        return hs[0]
+
     def _fast_decode_bytes(self, tokens) -> bytes | None:
         """decode_bytes of a plain decode by id_decode, or None for the checked path to answer."""
         kind = type(tokens)
@@ -861,9 +870,9 @@ class Encoding:
                     return data
             if self._serve_interim("single"):
                 return None
-            t = self._t
-            data = id_decode.gather_list(tokens, t.tok_bytes, t.tok_offsets, self._valid)
+            data = id_decode.gather_list(tokens, self._decode_handle())
             if data is not None:
+                t = self._t
                 if table is not None:
                     self._join_misses += 1
                     if self._join_misses == _JOIN_MISSES_BEFORE_WHOLE_TABLE:

@@ -11,7 +11,8 @@ import array
 import numpy as np
 
 from . import pyints
-from .kernels.decode import gather_rows, gather_small_ints
+from .kernels.decode import (HANDLE_INT_TYPE, HANDLE_LEN, HANDLE_ONE_DIGIT_TAG, HANDLE_TOK_BYTES, HANDLE_TOK_OFFSETS,
+                             HANDLE_VALID, HANDLE_ZERO_TAG, gather_rows, gather_small_ints)
 from .pyints import small_int_array
 
 # Up to this many ids a list is joined in Python: one kernel call costs ~2 us before its first id,
@@ -54,15 +55,31 @@ def join_ids(table: list, tokens) -> bytes | None:
         return None
 
 
-def gather_list(seq: list | tuple, tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> bytes | None:
+def decode_handle(tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """gather_small_ints' handle of these tables (kernels/decode.py HANDLE_*); the caller keeps the
+    arrays alive as long as the handle."""
+    for a, dt in ((tok_bytes, np.uint8), (tok_offsets, np.int64), (valid, np.bool_)):
+        if a.dtype != dt or a.ndim != 1 or not a.flags.c_contiguous:
+            raise ValueError(f"table array {a.dtype}[{a.ndim}] does not match the decode handle ({np.dtype(dt)})")
+    if len(tok_offsets) != len(valid) + 1 or (len(valid) and int(tok_offsets[-1]) > len(tok_bytes)):
+        raise ValueError("token offsets do not match the token bytes and the vocabulary")
+    h = np.zeros(HANDLE_LEN, dtype=np.int64)
+    h[HANDLE_INT_TYPE], h[HANDLE_ZERO_TAG], h[HANDLE_ONE_DIGIT_TAG] = pyints.INT_TYPE, pyints.ZERO_TAG, pyints.ONE_DIGIT_TAG
+    for at, a in ((HANDLE_TOK_BYTES, tok_bytes), (HANDLE_TOK_OFFSETS, tok_offsets), (HANDLE_VALID, valid)):
+        h[at], h[at + 1] = a.ctypes.data, len(a)
+    h.flags.writeable = False
+    return h
+
+
+def gather_list(seq: list | tuple, handle: np.ndarray) -> bytes | None:
     """The bytes of an exact list or tuple of ids in one kernel call that reads the int objects
     (tltok_jit.pyints), or None: an item that is not an int in [0, 2**30), an unknown id, or the
-    object layout check failed."""
+    object layout check failed. `handle`: decode_handle of the tables."""
     if not _FAST_INTS:
         return None
-    out, status = gather_small_ints(id(seq), type(seq) is list, len(seq), pyints.INT_TYPE, pyints.ZERO_TAG,
-                                    pyints.ONE_DIGIT_TAG, tok_bytes, tok_offsets, valid)
-    return out.tobytes() if status == -1 else None
+    n = len(seq)
+    out = gather_small_ints(id(seq), type(seq) is list, n, handle)
+    return out.tobytes() if len(out) or not n else None  # every valid id has bytes
 
 
 def gather(ids: np.ndarray, tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> bytes | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import data_ptr, load_u64, njit, store_u64
+from .jit import data_ptr, load_u64, njit, store_u64, view_ro
 from .pyints import small_ints_into
 
 COPY_WORD = 16  # bytes copied per step: two unaligned 8-byte loads and stores
@@ -71,14 +71,28 @@ def gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
     return _gather(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets)
 
 
+# a decode handle (int64, read-only): the int layout, then (address, length) of each table
+HANDLE_INT_TYPE, HANDLE_ZERO_TAG, HANDLE_ONE_DIGIT_TAG = 0, 1, 2
+HANDLE_TOK_BYTES, HANDLE_TOK_OFFSETS, HANDLE_VALID = 3, 5, 7
+HANDLE_LEN = 9
+
+
 # The GIL stays held (nogil=False) while the int objects are read (kernels/pyints.py).
 @njit(nogil=False)
-def gather_small_ints(seq, is_list, n, int_type, zero_tag, one_digit_tag, tok_bytes, tok_offsets, valid):
-    """The bytes of the `n` ids of the list or tuple at address `seq` (pyints.read_small_ints's
-    arguments): (bytes, -1); (empty, position of the first unknown id); (empty, -2) when an item
-    is not an exact int in [0, 2**30)."""
+def gather_small_ints(seq, is_list, n, handle):
+    """The bytes of the `n` ids of the list or tuple at address `seq` (pyints.read_small_ints), or
+    an empty array when an item is not an exact int in [0, 2**30) or an id is unknown (n > 0).
+
+    `handle` holds the int layout and the tables' addresses (HANDLE_*; id_decode.decode_handle):
+    one argument instead of six, a third of the call's cost on a short list. The caller keeps the
+    tables alive while it is used."""
+    h = handle
+    tok_bytes = view_ro(h[HANDLE_TOK_BYTES], (h[HANDLE_TOK_BYTES + 1],), np.uint8)
+    tok_offsets = view_ro(h[HANDLE_TOK_OFFSETS], (h[HANDLE_TOK_OFFSETS + 1],), np.int64)
+    valid = view_ro(h[HANDLE_VALID], (h[HANDLE_VALID + 1],), np.bool_)
     ids = np.empty(n, dtype=np.int64)
-    if small_ints_into(seq, is_list, n, int_type, zero_tag, one_digit_tag, ids) != n:
-        return np.empty(0, dtype=np.uint8), np.int64(-2)
+    if small_ints_into(seq, is_list, n, h[HANDLE_INT_TYPE], h[HANDLE_ZERO_TAG], h[HANDLE_ONE_DIGIT_TAG], ids) != n:
+        return np.empty(0, dtype=np.uint8)
     one_row = np.empty(0, dtype=np.int64)
-    return _gather(ids, one_row, tok_bytes, tok_offsets, valid, one_row)
+    out, bad = _gather(ids, one_row, tok_bytes, tok_offsets, valid, one_row)
+    return out
