@@ -1,12 +1,17 @@
 """One adapter per library: how it loads an encoding OFFLINE and which call is timed.
 
-One job: hide each library's API behind the same four calls:
+One job: hide each library's API behind the same calls:
     whole(text)            one encode of one string (single thread)
     batch(docs, threads)   one batch encode of ~1-2 KB documents
     short_loop(strs)       a plain Python loop of single encodes
     memory(text)           the numpy-returning encode used for peak RSS
-Each returns the library's raw result; `to_flat` turns any of them into
+    decode(ids)            one decode of a list of ids to str
+    decode_batch(rows, threads)  one batch decode of lists of ids to a list of str
+    decode_loop(rows)      a plain Python loop of single decodes
+Each encode returns the library's raw result; `to_flat` turns any of them into
 (flat ids, per-document lengths) for the exactness check, outside the timer.
+The decodes return str (a library that decodes to bytes pays for the UTF-8
+decode too, as tiktoken's `decode` does).
 
 An adapter raises NotAvailable(reason) when a library cannot do something
 offline; the report prints "n/a: reason", never a number.
@@ -138,6 +143,16 @@ class Adapter:
     def memory(self, text: str):
         return self.whole(text)
 
+    def decode(self, ids: list[int]) -> str:
+        raise NotAvailable("no decode")
+
+    def decode_batch(self, rows: list[list[int]], threads: int) -> list[str]:
+        raise NotAvailable("no batch decode")
+
+    def decode_loop(self, rows: list[list[int]]) -> list[str]:
+        f = self.decode
+        return [f(r) for r in rows]
+
 
 class Tiktoken(Adapter):
     label = "tiktoken"
@@ -146,6 +161,9 @@ class Tiktoken(Adapter):
         "batch": "encode_ordinary_batch(docs, num_threads=N)",
         "short_loop": "[encode_ordinary(s) for s in strs]",
         "memory": "encode_to_numpy(str, disallowed_special=())",
+        "decode": "decode(list) -> str",
+        "decode_batch": "decode_batch(rows, num_threads=N)",
+        "decode_loop": "[decode(ids) for ids in rows]",
     }
 
     def __init__(self, encoding):
@@ -166,6 +184,12 @@ class Tiktoken(Adapter):
     def memory(self, text):
         return self.enc.encode_to_numpy(text, disallowed_special=())
 
+    def decode(self, ids):
+        return self.enc.decode(ids)
+
+    def decode_batch(self, rows, threads):
+        return self.enc.decode_batch(rows, num_threads=threads)
+
 
 class HF(Adapter):
     label = "hf-tokenizers"
@@ -174,6 +198,9 @@ class HF(Adapter):
         "batch": "Tokenizer.encode_batch_fast(docs, add_special_tokens=False), RAYON_NUM_THREADS=N",
         "short_loop": "[encode(s, add_special_tokens=False).ids for s in strs]",
         "memory": "Tokenizer.encode(str, add_special_tokens=False).ids (no numpy API)",
+        "decode": "Tokenizer.decode(ids)",
+        "decode_batch": "Tokenizer.decode_batch(rows), RAYON_NUM_THREADS=N",
+        "decode_loop": "[decode(ids) for ids in rows]",
     }
 
     def __init__(self, encoding):
@@ -197,6 +224,12 @@ class HF(Adapter):
         f = self.tok.encode
         return [f(s, add_special_tokens=False).ids for s in strs]
 
+    def decode(self, ids):
+        return self.tok.decode(ids)
+
+    def decode_batch(self, rows, threads):
+        return self.tok.decode_batch(rows)
+
 
 _GIGA_PRETOK = {"r50k_base": "gpt2", "cl100k_base": "gpt4", "o200k_base": "o200k"}
 
@@ -208,6 +241,8 @@ class Gigatoken(Adapter):
         "batch": "Tokenizer.encode_batch(docs, parallel=N>1) -> awkward, RAYON_NUM_THREADS=N",
         "short_loop": "[encode(s) for s in strs]",
         "memory": "Tokenizer.encode(str) -> np.uint32",
+        "decode": "Tokenizer.decode(ids) -> bytes, .decode('utf-8', 'replace')",
+        "decode_loop": "[decode(ids).decode('utf-8', 'replace') for ids in rows]",
     }
 
     def __init__(self, encoding):
@@ -232,6 +267,9 @@ class Gigatoken(Adapter):
         f = self.tok.encode
         return [f(s) for s in strs]
 
+    def decode(self, ids):
+        return self.tok.decode(ids).decode("utf-8", "replace")
+
 
 class Fastokens(Adapter):
     label = "fastokens"
@@ -241,6 +279,9 @@ class Fastokens(Adapter):
         "batch": "Tokenizer.encode_batch_flat(docs), RAYON_NUM_THREADS=FASTOKENS_BPE_THREADS=N",
         "short_loop": "[encode_ordinary(s).ids for s in strs]",
         "memory": "Tokenizer.encode_ordinary(str).ids (no numpy API)",
+        "decode": "Tokenizer.decode(ids)",
+        "decode_batch": "Tokenizer.decode_batch(rows), RAYON_NUM_THREADS=N",
+        "decode_loop": "[decode(ids) for ids in rows]",
     }
 
     def __init__(self, encoding):
@@ -262,6 +303,12 @@ class Fastokens(Adapter):
     def short_loop(self, strs):
         f = self.tok.encode_ordinary
         return [f(s).ids for s in strs]
+
+    def decode(self, ids):
+        return self.tok.decode(ids)
+
+    def decode_batch(self, rows, threads):
+        return self.tok.decode_batch(rows)
 
 
 class BpeOpenai(Adapter):
@@ -338,6 +385,9 @@ class Ours(Adapter):
         "batch": "encode_ordinary_batch(docs, num_threads=N)",
         "short_loop": "[encode_ordinary(s) for s in strs]",
         "memory": "encode_to_numpy(str)",
+        "decode": "decode(list) -> str",
+        "decode_batch": "decode_batch(rows, num_threads=N)",
+        "decode_loop": "[decode(ids) for ids in rows]",
     }
 
     def __init__(self, encoding):
@@ -388,6 +438,12 @@ class Ours(Adapter):
 
     def memory(self, text):
         return self.enc.encode_to_numpy(text)
+
+    def decode(self, ids):
+        return self.enc.decode(ids)
+
+    def decode_batch(self, rows, threads):
+        return self.enc.decode_batch(rows, num_threads=threads)
 
 
 class OursArrow(Ours):

@@ -22,7 +22,7 @@ CACHE = Path(__file__).resolve().parent / ".cache"
 
 @dataclass
 class Input:
-    mode: str  # whole | long | batch | worst | short | memory
+    mode: str  # whole | long | batch | worst | short | memory | decode | decode-docs | decode-short
     corpus: str  # english | code | chinese | random-letters | aaaa | short-strings | english-xN
     path: Path
     bytes: int
@@ -93,7 +93,7 @@ QUICK = Sizes(corpus_bytes=200_000, worst_chars=100_000, short_n=10_000, memory_
 
 def build_inputs(modes: list[str], corpora: list[str], sizes: Sizes) -> list[Input]:
     out: list[Input] = []
-    for c in corpora if ("whole" in modes or "batch" in modes or "long" in modes) else []:
+    for c in corpora if ("whole" in modes or "batch" in modes or "long" in modes or "decode" in modes) else []:
         text = data.corpus(c, sizes.corpus_bytes)
         note = ""
         if c == "code":
@@ -107,12 +107,20 @@ def build_inputs(modes: list[str], corpora: list[str], sizes: Sizes) -> list[Inp
         if "batch" in modes:
             docs = data.split_docs(text)
             out.append(_write_input("batch", c, docs, note=f"{len(docs)} docs" + (f"; {note}" if note else "")))
+        if "decode" in modes:  # decoded from tiktoken's ids of the text (its oracle)
+            out.append(_write_input("decode", c, text, note=note))
+            docs = data.split_docs(text)
+            out.append(_write_input("decode-docs", c, docs,
+                                    note=f"{len(docs)} docs" + (f"; {note}" if note else "")))
     if "worst" in modes:
         out.append(_write_input("worst", "random-letters", data.worst_random_letters(sizes.worst_chars),
                                 note="seeded random a-z, no spaces"))
         out.append(_write_input("worst", "aaaa", data.worst_repeated_a(sizes.worst_chars), note='"a" * n'))
     if "short" in modes:
         out.append(_write_input("short", "short-strings", data.short_strings(sizes.short_n),
+                                note=f"{sizes.short_n} x 20-char English slices"))
+    if "decode" in modes:
+        out.append(_write_input("decode-short", "short-strings", data.short_strings(sizes.short_n),
                                 note=f"{sizes.short_n} x 20-char English slices"))
     if "memory" in modes:
         text, copies = data.memory_text(sizes.memory_bytes)

@@ -17,7 +17,8 @@ from pathlib import Path
 PACKAGES = ("tiktoken", "tokenizers", "gigatoken", "fastokens", "bpe-openai", "tokie", "numba", "numpy", "pyarrow")
 
 
-NUMERIC = {"thr", "MB/s", "ratio", "cpuMB/s", "ratio(cpu)", "kstrings/s", "peak dRSS MB", "peak vs tiktoken"}
+NUMERIC = {"thr", "MB/s", "ratio", "cpuMB/s", "ratio(cpu)", "kstrings/s", "peak dRSS MB", "peak vs tiktoken", "ids",
+           "items", "ms", "us/item"}
 
 
 def environment() -> dict:
@@ -117,6 +118,19 @@ def tables(rows: list[dict]) -> list[tuple[str, list[str], list[list[str]]]]:
                  _fmt(r.get("ratio"), 2), _fmt(r.get("ratio_cpu"), 2),
                  _exact(r) if r.get("status") == "ok" else "", _note(r)] for r in sh]
         out.append(("Short strings (ratio vs tiktoken's plain loop)", hdr, body))
+    dec = [r for r in rows if r["mode"].startswith("decode_")]
+    if dec:
+        hdr = ["mode", "library", "encoding", "corpus", "thr", "ids", "items", "ms", "us/item", "MB/s", "ratio",
+               "exact", "note"]
+        ok = lambda r: r.get("status") == "ok"  # noqa: E731
+        body = [[r["mode"], r["lib"], r["encoding"], r["corpus"], str(r["threads"]),
+                 f"{r['n_tokens']:,}" if ok(r) else "", f"{r['n_items']:,}" if ok(r) else "",
+                 _fmt(r["seconds"] * 1e3, 2) if ok(r) else "n/a",
+                 _fmt(r["seconds"] * 1e6 / r["n_items"], 2) if ok(r) else "",
+                 _fmt(r.get("mbps")) if ok(r) else "", _fmt(r.get("ratio"), 2),
+                 _exact(r) if ok(r) else "", _note(r)] for r in dec]
+        out.append(("Decode (tiktoken's ids as Python lists -> str; MB/s = 10^6 bytes of UTF-8 output per wall "
+                    "second; ratio = MB/s / tiktoken's; exact = the text equals the input)", hdr, body))
     mem = [r for r in rows if r["mode"] == "memory"]
     if mem:
         hdr = ["library", "encoding", "input", "MB/s", "peak dRSS MB", "peak vs tiktoken", "exact", "note"]

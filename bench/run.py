@@ -2,7 +2,7 @@
 bpe-openai and tokie in one run, on the same inputs.  See bench/README.md.
 
     python bench/run.py [--quick] [--encodings r50k_base,o200k_base]
-                        [--modes whole,batch,worst,short[,long,memory]]
+                        [--modes whole,batch,worst,short[,long,memory,decode]]
                         [--libs tiktoken,gigatoken,...] [--repeat N]
                         [--out bench/results/latest.md]
 """
@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 
 from bench import adapters, prepare, report, runner  # noqa: E402
 
-MODES = ("whole", "long", "batch", "worst", "short", "memory")
+MODES = ("whole", "long", "batch", "worst", "short", "memory", "decode")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -33,8 +33,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
                          "10k short strings, 5 MB memory input (< ~2 min)")
     ap.add_argument("--encodings", help="comma list (default r50k_base,o200k_base; --quick: r50k_base)")
     ap.add_argument("--modes", default="whole,batch,worst,short",
-                    help="comma list of whole,batch,worst,short,long,memory (long: one whole corpus on each "
-                         "--threads count; memory is opt-in: 100 MB inputs)")
+                    help="comma list of whole,batch,worst,short,long,memory,decode (long: one whole corpus on "
+                         "each --threads count; memory is opt-in: 100 MB inputs; decode: tiktoken's ids of each "
+                         "corpus decoded whole, as documents in a batch and in a loop, and the short strings' "
+                         "ids in a loop)")
     ap.add_argument("--corpora", help="comma list of english,code,chinese (default all; --quick: english)")
     ap.add_argument("--max-bytes", type=int, default=None,
                     help="cut each corpus (whole and batch modes) to a line-aligned prefix of at most this many "
@@ -85,6 +87,18 @@ def jobs_for(inp: prepare.Input, a: argparse.Namespace):
                 for lib in a.libs:
                     if lib != "tltok_jit[arrow]":
                         yield lib, "long", enc, t
+        elif inp.mode in ("decode", "decode-short"):
+            for lib in a.libs:
+                if lib != "tltok_jit[arrow]":
+                    yield lib, "decode_whole" if inp.mode == "decode" else "decode_loop", enc, 1
+        elif inp.mode == "decode-docs":
+            for lib in a.libs:
+                if lib != "tltok_jit[arrow]":
+                    yield lib, "decode_loop", enc, 1
+            for t in a.threads:
+                for lib in a.libs:
+                    if lib != "tltok_jit[arrow]":
+                        yield lib, "decode_batch", enc, t
         elif inp.mode == "short":
             for lib in a.libs:
                 if lib != "tltok_jit[arrow]":

@@ -84,8 +84,10 @@ def _measure(job: dict, ad, out: dict, threads: int) -> dict:
 
     from bench import adapters, data
 
-    mode = job["mode"]  # whole | long | batch | worst | short_loop | short_batch | memory
+    mode = job["mode"]  # whole | long | batch | worst | short_loop | short_batch | memory | decode_*
     out["source"] = ad.source
+    if mode in DECODE_MODES:
+        return _measure_decode(job, ad, out, threads)
 
     target = _load_input(job["input"])
     warm = data.warmup_text()
@@ -182,6 +184,75 @@ def _measure(job: dict, ad, out: dict, threads: int) -> dict:
             out["first_diff"] = int(diff[0]) if diff.size else n
     else:
         out["exact"] = None
+    return out
+
+
+DECODE_MODES = ("decode_whole", "decode_batch", "decode_loop")
+
+
+def _rows(flat, lens) -> list[list[int]]:
+    import numpy as np
+
+    ends = np.cumsum(lens).tolist()
+    ids = flat.astype(np.int64).tolist()
+    return [ids[e - n:e] for e, n in zip(ends, lens.tolist())]
+
+
+def _measure_decode(job: dict, ad, out: dict, threads: int) -> dict:
+    """Time one decode call on tiktoken's ids of the input (Python lists, built outside the timer);
+    exact = the decoded text equals the input text. Warmed up on the library's own ids of text the
+    input does not contain, in the same shape."""
+    import numpy as np
+
+    from bench import adapters, data
+
+    mode = job["mode"]
+    out["api"] = ad.api.get(mode, "")
+    target = _load_input(job["input"])
+    ref = np.load(job["oracle"])
+    rows = _rows(ref["flat"], ref["lens"])
+    warm = data.warmup_text()
+    if isinstance(target, str):
+        warm_docs = [warm]
+        ids = rows[0]
+    else:
+        warm_docs = (data.split_docs(warm) if mode != "decode_loop" or len(target[0]) > 100
+                     else [warm[i:i + 20] for i in range(0, len(warm) - 20, 20)][:5000])
+        ids = rows
+    warm_rows = [adapters.to_flat(ad.whole(d))[0].astype(np.int64).tolist() for d in warm_docs]
+    if mode == "decode_whole":
+        call = ad.decode
+        warm_inputs = [warm_rows[0], warm_rows[0][: len(warm_rows[0]) // 3]]
+    elif mode == "decode_batch":
+        call = lambda x: ad.decode_batch(x, threads)  # noqa: E731
+        warm_inputs = [warm_rows] * 2
+    else:
+        call = ad.decode_loop
+        warm_inputs = [warm_rows] * 2
+
+    t0 = time.perf_counter()
+    for w in warm_inputs:
+        call(w)
+    out["warmup_s"] = time.perf_counter() - t0
+    gc.collect()
+    gc.disable()
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    result = call(ids)
+    dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    gc.enable()
+    out["seconds"] = dt
+    out["cpu_seconds"] = cpu
+    out["n_items"] = 1 if isinstance(target, str) else len(target)
+    out["bytes"] = len(target.encode("utf-8")) if isinstance(target, str) else sum(len(s.encode("utf-8"))
+                                                                                  for s in target)
+    out["n_tokens"] = int(ref["flat"].size)
+    out["exact"] = result == target
+    if not out["exact"]:
+        got = [result] if isinstance(target, str) else list(result)
+        want = [target] if isinstance(target, str) else target
+        out["first_diff"] = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
     return out
 
 

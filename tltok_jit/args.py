@@ -11,6 +11,8 @@ import operator
 
 import numpy as np
 
+from .pyints import small_int_array
+
 _INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -58,6 +60,9 @@ def token_id_array(tokens, out_of_range, arg: str = "tokens") -> np.ndarray:
             tokens = list(tokens)
         except TypeError:
             raise TypeError(f"{arg} must be a sequence of int token ids, not {_kind(tokens)}") from None
+    small = small_int_array(tokens)  # every id an exact int below 2**30: read from the objects
+    if small is not None:
+        return small
     try:
         # array.array takes exactly what operator.index takes (no floats, no str), and is fast
         return np.frombuffer(array.array("q", tokens), dtype=np.int64)

@@ -28,6 +28,7 @@ def warm_single(enc) -> None:
         enc.encode(t, allowed_special="all")
     enc.decode(enc.encode("warm up the decoder"))
     enc.decode_bytes(enc.encode("a"))
+    enc.decode_batch([enc.encode("one kernel call for a batch"), []])  # also the int64 ids of lists
 
 
 def warm_hf(enc) -> None:
