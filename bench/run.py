@@ -73,40 +73,23 @@ def jobs_for(inp: prepare.Input, a: argparse.Namespace):
             if lib in adapters.MEMORY_LIBRARIES:
                 yield lib, "memory", enc, 1
         return
+    plain = [lib for lib in a.libs if lib != "tltok_jit[arrow]"]  # every mode but batch takes str input
     for enc in a.encodings:
         if inp.mode in ("whole", "worst"):
-            for lib in a.libs:
-                if lib != "tltok_jit[arrow]":
-                    yield lib, inp.mode, enc, 1
+            yield from ((lib, inp.mode, enc, 1) for lib in plain)
         elif inp.mode == "batch":
-            for t in a.threads:
-                for lib in a.libs:
-                    yield lib, "batch", enc, t
+            yield from ((lib, "batch", enc, t) for t in a.threads for lib in a.libs)
         elif inp.mode == "long":
-            for t in a.threads:
-                for lib in a.libs:
-                    if lib != "tltok_jit[arrow]":
-                        yield lib, "long", enc, t
+            yield from ((lib, "long", enc, t) for t in a.threads for lib in plain)
         elif inp.mode in ("decode", "decode-short"):
-            for lib in a.libs:
-                if lib != "tltok_jit[arrow]":
-                    yield lib, "decode_whole" if inp.mode == "decode" else "decode_loop", enc, 1
+            mode = "decode_whole" if inp.mode == "decode" else "decode_loop"
+            yield from ((lib, mode, enc, 1) for lib in plain)
         elif inp.mode == "decode-docs":
-            for lib in a.libs:
-                if lib != "tltok_jit[arrow]":
-                    yield lib, "decode_loop", enc, 1
-            for t in a.threads:
-                for lib in a.libs:
-                    if lib != "tltok_jit[arrow]":
-                        yield lib, "decode_batch", enc, t
+            yield from ((lib, "decode_loop", enc, 1) for lib in plain)
+            yield from ((lib, "decode_batch", enc, t) for t in a.threads for lib in plain)
         elif inp.mode == "short":
-            for lib in a.libs:
-                if lib != "tltok_jit[arrow]":
-                    yield lib, "short_loop", enc, 1
-            for t in a.threads:
-                for lib in a.libs:
-                    if lib != "tltok_jit[arrow]":
-                        yield lib, "short_batch", enc, t
+            yield from ((lib, "short_loop", enc, 1) for lib in plain)
+            yield from ((lib, "short_batch", enc, t) for t in a.threads for lib in plain)
 
 
 def best_of(job: dict, n: int, timeout: float) -> dict:

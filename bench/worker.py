@@ -49,6 +49,18 @@ def _reset_peak() -> bool:
         return False
 
 
+def _timed(call, arg):
+    """(call(arg), wall seconds, CPU seconds of the process), the garbage collector off meanwhile."""
+    gc.disable()
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    result = call(arg)
+    dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    gc.enable()
+    return result, dt, cpu
+
+
 def _load_input(path: str):
     p = Path(path)
     if p.suffix == ".json":
@@ -138,13 +150,7 @@ def _measure(job: dict, ad, out: dict, threads: int) -> dict:
         import resource
 
         maxrss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    gc.disable()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    result = call(target_call)
-    dt = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    gc.enable()
+    result, dt, cpu = _timed(call, target_call)
     if mode == "memory":
         hwm = _status_kb("VmHWM")
         if out["peak_reset"] and rss0 is not None and hwm is not None:
@@ -235,13 +241,7 @@ def _measure_decode(job: dict, ad, out: dict, threads: int) -> dict:
         call(w)
     out["warmup_s"] = time.perf_counter() - t0
     gc.collect()
-    gc.disable()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    result = call(ids)
-    dt = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    gc.enable()
+    result, dt, cpu = _timed(call, ids)
     out["seconds"] = dt
     out["cpu_seconds"] = cpu
     out["n_items"] = 1 if isinstance(target, str) else len(target)

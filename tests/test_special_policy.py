@@ -31,6 +31,8 @@ def test_allowed_all_refuses_nothing(enc):
     p = enc.special_policy("all")
     assert p.any_allowed and p.allowed.all() and not p.refused and p.disallowed is None and p.finder is None
     assert p.allowed_tokens == frozenset(enc.special_tokens_set)
+    assert enc.special_policy("all") is p and enc.special_policy("all", ()) is enc.special_policy("all", ())
+    assert enc.special_policy({"<|endoftext|>"}) is not enc.special_policy({"<|endoftext|>"})  # not cached
 
 
 def test_unknown_allowed_strings_are_ignored(enc):

@@ -211,8 +211,7 @@ class Encoding:
         self._no_added.flags.writeable = False  # one array type for every call: one compilation
         self._masks: dict[frozenset, np.ndarray] = {}
         self._sorted_tokens: list[bytes] | None = None  # token_byte_values(), built on first use
-        self._default_policy = None
-        self._ordinary_policy = None
+        self._policies: dict[tuple[bool, bool], SpecialPolicy] = {}  # see special_policy
         self._local = threading.local()
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
@@ -435,22 +434,21 @@ class Encoding:
 
     def special_policy(self, allowed_special: AllowedSpecial = set(),
                        disallowed_special: DisallowedSpecial = "all") -> SpecialPolicy:
-        """The frozen added-token rules for tiktoken's two arguments (the defaults' built once).
+        """The frozen added-token rules for tiktoken's two arguments (the usual ones built once).
 
         >>> enc = tltok_jit.get_encoding("o200k_base")
         >>> p = enc.special_policy(allowed_special={"<|endoftext|>"})
         >>> p.any_allowed, sorted(p.refused)[:1]
         (True, ['<|endofprompt|>'])
         """
-        if not allowed_special and disallowed_special == "all":
-            p = self._default_policy
+        a_all, d_all = allowed_special == "all", disallowed_special == "all"
+        if (a_all or not allowed_special) and (d_all or not disallowed_special):
+            # tiktoken's usual arguments ("all" or nothing, each): built once per Encoding
+            key = (a_all, d_all)
+            p = self._policies.get(key)
             if p is None:
-                p = self._default_policy = build_policy(set(), "all", self._special_tokens.keys(), self._mask)
-            return p
-        if not allowed_special and not disallowed_special:  # encode_ordinary's
-            p = self._ordinary_policy
-            if p is None:
-                p = self._ordinary_policy = build_policy(set(), (), self._special_tokens.keys(), self._mask)
+                p = self._policies[key] = build_policy(allowed_special, disallowed_special,
+                                                       self._special_tokens.keys(), self._mask)
             return p
         return build_policy(allowed_special, disallowed_special, self._special_tokens.keys(), self._mask)
 
