@@ -65,6 +65,7 @@ from .kernels.column_cuts import all_cuts
 from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
 from .special_policy import SpecialPolicy
 from .tables import pattern_kind
+from .text import read_only_view
 from .threads import parallel, resolve_threads
 
 __all__ = [
@@ -173,14 +174,6 @@ _EMPTY_I32 = np.zeros(4, dtype=np.int32)
 _EMPTY_I32.flags.writeable = False
 
 
-def _read_only_view(a: np.ndarray) -> np.ndarray:
-    if not a.flags.writeable:
-        return a
-    v = a.view()
-    v.flags.writeable = False
-    return v
-
-
 class _Source:
     """The numpy views of one text array that the kernels read."""
 
@@ -190,8 +183,8 @@ class _Source:
         self._read(arr)
         # one argument type per layout for the kernels: int64 offsets and read-only arrays (string,
         # large_string and view arrays compiled three variants of every column kernel before)
-        self.off = _read_only_view(self.off.astype(np.int64, copy=False))
-        self.views = _read_only_view(self.views)
+        self.off = read_only_view(self.off.astype(np.int64, copy=False))
+        self.views = read_only_view(self.views)
 
     def _read(self, arr: pa.Array) -> None:
         t = arr.type
@@ -201,7 +194,7 @@ class _Source:
         bufs = arr.buffers()
         self.has_nulls = arr.null_count > 0
         if self.has_nulls and bufs[0] is not None:
-            self.vbits = _read_only_view(np.frombuffer(bufs[0], dtype=np.uint8))  # one kernel variant
+            self.vbits = read_only_view(np.frombuffer(bufs[0], dtype=np.uint8))  # one kernel variant
             self.voff = int(arr.offset)
         elif self.has_nulls:  # null type: no bitmap, every row null
             self.vbits = np.zeros((n + 7) // 8 + 1, dtype=np.uint8)
@@ -733,7 +726,7 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     if ids.dtype not in (np.uint32, np.int64, np.int32):
         ids = ids.astype(np.int64)
     has_nulls = arr.null_count > 0
-    vbits = _read_only_view(np.frombuffer(bufs[0], dtype=np.uint8)) if has_nulls else _EMPTY_U8
+    vbits = read_only_view(np.frombuffer(bufs[0], dtype=np.uint8)) if has_nulls else _EMPTY_U8
     voff = int(arr.offset) if has_nulls else 0
     tbytes, toffs, valid = enc.facade.tables.tok_bytes, enc.facade.tables.tok_offsets, enc.facade.compiled.valid
     lens = np.empty(max(n, 1), dtype=np.int64)

@@ -14,6 +14,7 @@ from . import pyints
 from .kernels.decode import (HANDLE_INT_TYPE, HANDLE_LEN, HANDLE_ONE_DIGIT_TAG, HANDLE_TOK_BYTES, HANDLE_TOK_OFFSETS,
                              HANDLE_VALID, HANDLE_ZERO_TAG, gather_rows, gather_small_ints)
 from .pyints import small_int_array
+from .text import read_only_view
 
 # Up to this many ids a list is joined in Python: one kernel call costs ~2 us before its first id,
 # a join ~50 ns per id (each id's bytes object is a cache miss); they cross at ~24 ids (measured).
@@ -84,7 +85,8 @@ def gather_list(seq: list | tuple, handle: np.ndarray) -> bytes | None:
 
 def gather(ids: np.ndarray, tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> bytes | None:
     """The bytes of int64 `ids`, or None when one of them is unknown."""
-    out, bad = gather_rows(_read_only(ids), _ONE_ROW, tok_bytes, tok_offsets, valid, _ONE_ROW)
+    ids = read_only_view(np.ascontiguousarray(ids))  # one compiled variant; the caller's flags stay
+    out, bad = gather_rows(ids, _ONE_ROW, tok_bytes, tok_offsets, valid, _ONE_ROW)
     return None if bad >= 0 else out.tobytes()
 
 
@@ -114,20 +116,10 @@ def gather_batch(ids: np.ndarray, row_offsets: np.ndarray, tok_bytes: np.ndarray
                  valid: np.ndarray) -> list[bytes] | None:
     """The bytes of each row of `ids` (flat_ids), or None when an id is unknown."""
     offsets = np.empty_like(row_offsets)
-    out, bad = gather_rows(_read_only(ids), row_offsets, tok_bytes, tok_offsets, valid, offsets)
+    ids = read_only_view(np.ascontiguousarray(ids))
+    out, bad = gather_rows(ids, row_offsets, tok_bytes, tok_offsets, valid, offsets)
     if bad >= 0:
         return None
     data = out.tobytes()
     o = offsets.tolist()
     return [data[o[r]:o[r + 1]] for r in range(len(o) - 1)]
-
-
-def _read_only(ids: np.ndarray) -> np.ndarray:
-    """A C-contiguous read-only view (one compiled variant of the kernel; the caller's array keeps
-    its flags)."""
-    if not ids.flags.writeable and ids.flags.c_contiguous:
-        return ids
-    view = np.ascontiguousarray(ids).view()
-    view.flags.writeable = False
-    return view
-

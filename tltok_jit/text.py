@@ -49,6 +49,16 @@ def read_only(data: np.ndarray) -> np.ndarray:
     return data
 
 
+def read_only_view(a: np.ndarray) -> np.ndarray:
+    """`a` if it is read-only, else a read-only view of it (the caller's array keeps its flags): one
+    compiled variant of a kernel whatever array the user passed."""
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 def text_to_buf(text: str) -> np.ndarray:
     """text_to_utf8 as a read-only uint8 array; long non-ASCII text is encoded by a kernel (str_utf8)."""
     if len(text) >= KERNEL_UTF8_MIN and not text.isascii():

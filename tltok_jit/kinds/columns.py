@@ -21,6 +21,7 @@ import pyarrow as pa
 from numba.typed import List as TypedList
 
 from ..arrow import ArrowRowError, as_arrow, check_offsets, is_text_type
+from ..text import read_only_view
 from ..tokenizer import TokenIdError
 
 __all__ = [
@@ -48,13 +49,6 @@ LIST_MAX_IDS = 2**31 - 1  # ids a list<uint32> array holds (int32 offsets)
 _VIEW_PREDICATES = [p for p in ("is_string_view", "is_binary_view") if hasattr(pa.types, p)]
 _EMPTY_U8 = np.zeros(1, np.uint8)
 _EMPTY_U8.flags.writeable = False
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
 
 
 def check_errors(errors: str) -> None:
@@ -92,7 +86,7 @@ class TextColumn:
         give the rows another type, and the kernels they reach a second compiled variant)."""
         lst = TypedList()
         for b in self.bufs:
-            lst.append(_read_only(b))
+            lst.append(read_only_view(b))
         return lst
 
 
@@ -134,7 +128,7 @@ def read_text(arr: pa.Array) -> TextColumn:
         if bad.any():
             raise ValueError(f"invalid Arrow {t} array: the view of row {int(np.argmax(bad))} points outside its "
                              "data buffers")
-        return TextColumn(arr, n, [_read_only(views_u8)] + data, rbuf, rstart, lens, valid)
+        return TextColumn(arr, n, [read_only_view(views_u8)] + data, rbuf, rstart, lens, valid)
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     odt = np.int64 if large else np.int32
     off = np.frombuffer(bufs[1], odt, count=n + 1, offset=arr.offset * np.dtype(odt).itemsize)
