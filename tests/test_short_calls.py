@@ -82,6 +82,27 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
     assert enc.encode(text, allowed_special="all", num_threads=2) == oracle.encode(text, allowed_special="all")
     with pytest.raises(ValueError, match="disallowed special token"):
         enc.encode(text, num_threads=2)
+    # the size is counted in UTF-8 bytes: 1.5 MB of Chinese in 0.5 M characters is split too
+    if (SHARED / "corpora").is_dir():
+        zh = (SHARED / "corpora" / "chinese-sanguo-yanyi.txt").read_text()[:520_000]
+    else:  # the committed openings in scripts of 2-3 bytes a character, repeated past 1 MB
+        wide = "\n".join(t for t in corpus_texts() if len(t.encode()) >= 2 * len(t))
+        zh = wide * (-(-(1 << 20) // len(wide.encode())))
+    assert len(zh) < 1 << 20 <= len(zh.encode())
+    split = []
+    real = enc._encode_split
+
+    def spy(*args):
+        ids = real(*args)
+        split.append(ids is not None)
+        return ids
+
+    enc._encode_split = spy
+    try:
+        assert enc.encode_ordinary(zh, num_threads=2) == oracle.encode_ordinary(zh)
+    finally:
+        del enc._encode_split
+    assert split == [True]
     # no position a pretoken cannot cross (no space after a letter, no newline): one part, still exact
     solid = "中文" * (1 << 19)
     assert enc.encode_ordinary(solid, num_threads=2) == oracle.encode_ordinary(solid)

@@ -797,14 +797,15 @@ def decode_arrow(enc, array, *, errors: str = "replace", num_threads: int = 0) -
     return pa.chunked_array(out, type=pa.large_string()) if chunked else out[0]
 
 
-def warmup(enc) -> None:
-    """Compile (or load from the numba cache) every kernel this module runs, for this encoding."""
+def warmup(enc, threads=(1, 2)) -> None:
+    """Compile (or load from the numba cache) every kernel this module runs, for this encoding;
+    `threads`: the thread counts to run the column kernels with, in this order."""
     texts = ["Hello world\nsecond line", "日本語のテキスト。\n次", "", None, "x" * 70_000 + " y\nz"]
     for typ in (pa.string(), pa.large_string()):
         arr = pa.array(texts, type=typ)
-        for threads in (1, 2):
-            encode_arrow(enc, arr, num_threads=threads)
-            count_arrow(enc, arr, num_threads=threads)
+        for n in threads:
+            encode_arrow(enc, arr, num_threads=n)
+            count_arrow(enc, arr, num_threads=n)
     sv = getattr(pa, "string_view", None)
     if sv is not None:
         encode_arrow(enc, pa.array(texts, type=sv()), num_threads=2)

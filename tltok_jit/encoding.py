@@ -31,7 +31,7 @@ from .threads import parallel, resolve_threads
 
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
-_SPLIT_MIN = 1 << 20  # characters: from here num_threads != 1 splits one text over the cores
+_SPLIT_MIN = 1 << 20  # UTF-8 bytes: from here num_threads != 1 splits one text over the cores
 _CUT_BACK = 8  # bytes of context before a window's first usable cut position
 _CUT_WINDOW = 1 << 16  # bytes searched for a cut at a time
 _CUT_SEARCH = 1 << 16  # bytes after the ideal position searched before giving up on that cut (one window)
@@ -589,7 +589,7 @@ class Encoding:
         amask, any_allowed = policy.allowed, policy.any_allowed
         if num_threads is not None:
             num_threads = check_threads(num_threads)
-        if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN:
+        if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN // 4:  # <= 4 bytes a character
             ids = self._encode_split(text, allowed_special, num_threads, amask, any_allowed)
             if ids is not None:
                 return ids
@@ -600,9 +600,10 @@ class Encoding:
         """One long text on several cores: cut into one part per thread, each cut the first position
         no pretoken crosses (arrow.find_cuts' rules) after an equal share of the bytes, and the parts
         encoded as rows of one parallel call (their ids, in order, are the text's). None for one
-        core, a split pattern without such cuts, or a text with too few of them."""
+        core, a text of fewer than _SPLIT_MIN bytes, a split pattern without such cuts, or a text
+        with too few of them."""
         threads = resolve_threads(num_threads)
-        if threads < 2:
+        if threads < 2 or (text.isascii() and len(text) < _SPLIT_MIN):
             return None
         from .arrow import find_cuts
 
@@ -611,6 +612,8 @@ class Encoding:
         rule_nl = not any("\n" in t[:-1] for t in allowed)
         rule_sp = not any(" " in t[1:] for t in allowed)
         data = text_to_utf8(text)
+        if len(data) < _SPLIT_MIN:
+            return None
         cuts = [0]
         for k in range(1, threads):
             target = max(k * len(data) // threads, cuts[-1] + _CUT_BACK)

@@ -36,7 +36,7 @@ from .kernels import jit
 
 STAGES = ("single", "hf", "rows", "arrow", "stream")
 _LOCK_NAME = "compile.lock"
-_LOG_NAME = "compile.log"
+LOG_NAME = "compile.log"
 LOCK_FD_ENV = "TLTOK_WARM_LOCK_FD"  # the worker's inherited, already locked, lock file
 
 
@@ -113,7 +113,7 @@ def start_background() -> bool:
     env = worker_env()
     env[LOCK_FD_ENV] = str(lock.fileno())
     try:
-        with open(os.path.join(state_dir(), _LOG_NAME), "ab") as log:
+        with open(os.path.join(state_dir(), LOG_NAME), "ab") as log:
             subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker"], stdin=subprocess.DEVNULL,
                              stdout=log, stderr=log, env=env, start_new_session=True,
                              pass_fds=(lock.fileno(),))
@@ -129,6 +129,20 @@ def wait_for(stage: str, poll: float = 0.2) -> bool:
             return stage_ready(stage)
         time.sleep(poll)
     return True
+
+
+def stages_as_ready(poll: float = 0.2):
+    """Yield each stage as it becomes ready, until all are or no worker is left to make the rest."""
+    left = [s for s in STAGES if not stage_ready(s)]
+    while left:
+        done = [s for s in left if stage_ready(s)]
+        yield from done
+        left = [s for s in left if s not in done]
+        if left and not done:
+            if not worker_running():
+                yield from (s for s in left if stage_ready(s))
+                return
+            time.sleep(poll)
 
 
 def mark_ready(stage: str, seconds: float) -> None:

@@ -2,14 +2,20 @@
 
 `python -m tltok_jit.warm_worker` is started by `tltok_jit.warm.start_background`: it takes the
 compile lock, compiles each stage for a stand-in model (the kernels' types do not depend on the
-vocabulary; the "hf" stage uses a tokenizer.json-style stand-in) and marks it ready. `tltok warmup`
-runs `warm_encoding` in the foreground.
+vocabulary; the "hf" stage uses a tokenizer.json-style stand-in) and marks it ready. It starts
+`compile_jobs() - 1` helpers (`--part K`) that walk the stages in another order at the same time;
+each kernel is compiled by whichever process reaches it first while the others wait for it and load
+it (`kernels.jit._CompileLock`), so the stages compile side by side without compiling anything twice.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
+
+import numpy as np
 
 from . import arrow, warm
 from .encoding import Encoding
@@ -20,7 +26,7 @@ from .patterns import O200K_PATTERN
 WARM_TEXTS = ["Hello world, it's 2024!\n", "日本語のテキスト。", "  spaces   and\ttabs\r\n", "🙂👍🏽", "x" * 300]
 
 
-def warm_single(enc) -> None:
+def warm_single(enc, threads=(1, 2)) -> None:
     for t in WARM_TEXTS:
         enc.encode(t)
         enc.encode_ordinary(t)
@@ -31,28 +37,28 @@ def warm_single(enc) -> None:
     enc.decode_batch([enc.encode("one kernel call for a batch"), []])  # also the int64 ids of lists
 
 
-def warm_hf(enc) -> None:
+def warm_hf(enc, threads=(1, 2)) -> None:
     """The kernels of the tokenizer.json text path (added tokens cut out in Python, a normalizer,
     bytes the vocabulary lacks), compiled for a stand-in model: `enc` does not matter."""
-    hf = Encoding(stand_in_hf_model())
+    hf = compiled_encoding(stand_in_hf_model())
     for t in [*WARM_TEXTS, "e\u0301 <|endoftext|> x\x04y", "\x04\x06 1 2"]:
         hf.encode(t, allowed_special="all")
         hf.encode_ordinary(t)
 
 
-def warm_rows(enc) -> None:
+def warm_rows(enc, threads=(1, 2)) -> None:
     texts = WARM_TEXTS * 4
-    for threads in (1, 2):
-        enc.encode_batch(texts, num_threads=threads)
-        enc.encode_ordinary_batch(texts, num_threads=threads)
+    for n in threads:
+        enc.encode_batch(texts, num_threads=n)
+        enc.encode_ordinary_batch(texts, num_threads=n)
     enc.encode_batch(["é" * 20_000, "ü" * 20_000], num_threads=1)  # the Latin-1 rows kernel
 
 
-def warm_arrow(enc) -> None:
-    arrow.warmup(enc)
+def warm_arrow(enc, threads=(1, 2)) -> None:
+    arrow.warmup(enc, threads)
 
 
-def warm_stream(enc) -> None:
+def warm_stream(enc, threads=(1, 2)) -> None:
     from .stream import StreamDecoder
 
     dec = StreamDecoder(enc)
@@ -70,6 +76,35 @@ def warm_stream(enc) -> None:
     se.finish()
 
 
+def engine_args() -> tuple:
+    """Arguments of the types every stage calls the piece engine (`encode_ordinary_spans`: the
+    scanners, the merges, the piece cache) with, made without building any table."""
+    from .kernels.cache import new_cache
+    from .kernels.handle import TABLE_DTYPES
+    from .kernels.layout import Tables
+
+    def ro(a):
+        a.flags.writeable = False
+        return a
+
+    T = Tables(*(ro(np.zeros(1, dtype=dt)) for dt in TABLE_DTYPES))
+    return (ro(np.zeros(1, dtype=np.uint8)), np.zeros(3, dtype=np.int64), 0, T, np.zeros(1, dtype=np.uint32),
+            new_cache(1), 0, np.zeros(1, dtype=np.int64))
+
+
+def warm_engine() -> None:
+    """Compile (or load) the piece engine from its argument types alone, never running it: a part
+    can start on it while another builds the tables, which calling any kernel needs first."""
+    import numba
+
+    from .kernels.encode import encode_ordinary_spans
+
+    encode_ordinary_spans.compile(tuple(numba.typeof(a) for a in engine_args()))
+
+
+# Each warmer takes the Encoding and the order to warm the 1- and 2-thread kernels in (the serial
+# and parallel drivers share a block kernel: a second part starting at the other end compiles the
+# other driver while the first compiles its own).
 WARMERS = {"single": warm_single, "hf": warm_hf, "rows": warm_rows, "arrow": warm_arrow,
            "stream": warm_stream}
 
@@ -78,6 +113,20 @@ def warm_encoding(enc, stages=warm.STAGES) -> None:
     """Compile (or load from the cache) every kernel `enc` uses in `stages`, in this process."""
     for s in stages:
         WARMERS[s](enc)
+
+
+def compiled_encoding(model) -> Encoding:
+    """An Encoding of `model` that runs the kernels (compiling what the cache lacks), never the
+    interim Python encoder, whatever TLTOK_COMPILE says: warming one must compile."""
+    old = os.environ.get("TLTOK_COMPILE")
+    os.environ["TLTOK_COMPILE"] = "foreground"
+    try:
+        return Encoding(model)
+    finally:
+        if old is None:
+            del os.environ["TLTOK_COMPILE"]
+        else:
+            os.environ["TLTOK_COMPILE"] = old
 
 
 def stand_in_model():
@@ -110,17 +159,65 @@ def stand_in_hf_model():
                             allow_missing_bytes=True, hf=pipe)
 
 
-def main() -> int:
+# The order each compiling process walks the stages in. Every stage runs the piece engine, which
+# needs the tables' types only: the second part compiles it (warm_engine) while the first builds
+# the tables, then starts on the stream kernels, the largest set the single-text stage lacks.
+PART_ORDERS = (("single", "rows", "hf", "arrow", "stream"),
+               ("stream", "arrow", "rows", "single", "hf"))
+JOBS_ENV = "TLTOK_COMPILE_JOBS"
+
+
+def compile_jobs() -> int:
+    """Processes the worker compiles in: $TLTOK_COMPILE_JOBS, else 2 (1 on a single core)."""
+    v = os.environ.get(JOBS_ENV, "")
+    if v.strip().isdigit() and int(v) >= 1:
+        return min(int(v), len(PART_ORDERS))
+    return min(len(PART_ORDERS), os.cpu_count() or 1)
+
+
+def run_part(part: int, t0: float, say=None) -> None:
+    """Compile (or load) every stage not yet ready, in PART_ORDERS[part]'s order, marking each;
+    `say(stage, seconds)` after each (default: a line on standard error, the compile log)."""
+    say = say or (lambda what, sec: print(f"compile part {part}: {what} done at {sec:.1f} s "
+                                          f"(CPU {time.process_time():.1f} s)", file=sys.stderr, flush=True))
+    if part == 1 and not warm.all_ready():
+        warm_engine()
+        say("engine", time.perf_counter() - t0)
+    enc = compiled_encoding(stand_in_model())
+    for s in PART_ORDERS[part]:
+        if not warm.stage_ready(s):
+            WARMERS[s](enc, (1, 2) if part == 0 else (2, 1))
+            warm.mark_ready(s, time.perf_counter() - t0)
+            say(s, time.perf_counter() - t0)
+
+
+def compile_parts(say=None) -> None:
+    """Compile every stage not yet ready: part 0 here, the others in helper processes at the same
+    time (their lines go to the compile log); `say` as in run_part. The caller holds the compile
+    lock."""
+    t0 = time.perf_counter()
+    with open(os.path.join(warm.state_dir(), warm.LOG_NAME), "ab") as log:
+        helpers = [subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker", "--part", str(k)],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=warm.worker_env())
+                   for k in range(1, compile_jobs())]
+    try:
+        run_part(0, t0, say)
+    finally:
+        for h in helpers:
+            h.wait()
+    run_part(0, t0, say)  # a stage a helper did not finish (it died): here, alone
+
+
+def main(argv: list[str]) -> int:
+    os.environ["TLTOK_COMPILE"] = "foreground"  # compile here, also when started by hand (never interim)
+    if argv[:1] == ["--part"]:  # a helper of compile_parts: the process that started it holds the lock
+        run_part(int(argv[1]), time.perf_counter())
+        return 0
     lock = warm.take_lock()
     if lock is None:
         return 0  # another worker has it
     try:
-        t0 = time.perf_counter()
-        enc = Encoding(stand_in_model())
-        for s in warm.STAGES:
-            if not warm.stage_ready(s):
-                WARMERS[s](enc)
-                warm.mark_ready(s, time.perf_counter() - t0)
+        compile_parts()
         prune_kernel_caches()
     finally:
         lock.close()
@@ -128,4 +225,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -138,16 +138,95 @@ def _one_variant(dispatcher):
     return dispatcher
 
 
+_held_locks: dict = {}  # lock path -> [open file, depth] of the compile locks this process holds
+
+
+def _compile_lock_path(dispatcher) -> str:
+    # per source file, as numba's cache index: two installations of one version never wait on each other
+    fn = dispatcher.py_func
+    key = f"{os.path.abspath(fn.__code__.co_filename)}:{fn.__qualname__}"
+    return os.path.join(KERNEL_CACHE_DIR, "locks", hashlib.sha1(key.encode()).hexdigest()[:16])
+
+
+class _CompileLock:
+    """An exclusive `flock` on one kernel's lock file in the cache folder, reentrant in the process.
+
+    Held around loading-or-compiling a kernel, so processes compiling side by side (the compile
+    worker's helpers, a pool's first calls) never compile one kernel twice: the second waits, then
+    loads what the first saved. A process holds locks only along its chain of nested compiles, a
+    caller's before its callees', and kernels do not recurse, so two processes never wait on each
+    other. numba's in-process compiler lock is taken first: a thread waiting here never holds it
+    while the holder of the file lock needs it."""
+
+    def __init__(self, dispatcher):
+        self.path = _compile_lock_path(dispatcher)
+
+    def __enter__(self):
+        import fcntl
+
+        held = _held_locks.get(self.path)
+        if held is not None:
+            held[1] += 1
+            return self
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            f = open(self.path, "a+b")
+        except OSError:  # the cache folder went away or read-only: compile unshared, as numba would
+            f = None
+        if f is not None:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            except OSError:  # a file system without locks
+                f.close()
+                f = None
+        _held_locks[self.path] = [f, 1]
+        return self
+
+    def __exit__(self, *exc):
+        held = _held_locks[self.path]
+        held[1] -= 1
+        if held[1] == 0:
+            del _held_locks[self.path]
+            if held[0] is not None:
+                held[0].close()  # releases the flock
+        return False
+
+
+def _shared_compile(dispatcher):
+    """Load-or-compile each new signature of `dispatcher` under its cross-process compile lock."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core import sigutils
+
+    compile_ = dispatcher.compile
+
+    def compile(sig):
+        args, _ = sigutils.normalize_signature(sig)
+        if tuple(args) in dispatcher.overloads:
+            return compile_(sig)
+        with global_compiler_lock, _CompileLock(dispatcher):
+            return compile_(sig)
+
+    dispatcher.compile = compile
+    return dispatcher
+
+
+def _dispatcher(fn, kwargs):
+    d = _one_variant(numba.njit(**kwargs)(fn))
+    return _shared_compile(d) if CACHE and kwargs.get("cache") else d
+
+
 def njit(*args, **kwargs):
-    """`numba.njit` with `cache=True` (when possible), `nogil=True`, no bounds checks, and one
-    variant per non-literal argument types (_one_variant)."""
+    """`numba.njit` with `cache=True` (when possible), `nogil=True`, no bounds checks, one variant
+    per non-literal argument types (_one_variant), and each kernel loaded or compiled under its
+    cross-process lock (_CompileLock)."""
     kwargs.setdefault("cache", CACHE)
     kwargs.setdefault("nogil", True)
     kwargs.setdefault("boundscheck", False)
     if args and callable(args[0]):
-        return _one_variant(numba.njit(*args, **kwargs))
-    decorate = numba.njit(*args, **kwargs)
-    return lambda fn: _one_variant(decorate(fn))
+        return _dispatcher(args[0], kwargs)
+    if args:
+        raise TypeError("jit.njit takes options as keywords (explicit signatures are not used)")
+    return lambda fn: _dispatcher(fn, kwargs)
 
 
 @numba.extending.intrinsic
