@@ -130,3 +130,18 @@ def test_stages_as_ready_stops_without_a_worker(monkeypatch):
     monkeypatch.setattr(warm, "stage_ready", lambda s: False)
     monkeypatch.setattr(warm, "worker_running", lambda: False)
     assert list(warm.stages_as_ready()) == []
+
+
+def test_engine_args_have_the_types_the_kernels_pass(ours):
+    """warm_engine compiles the variant every stage then loads: the argument types of the tables,
+    piece cache and scratch a real Encoding hands its kernels."""
+    import numba
+    import numpy as np
+
+    from tltok_jit.text import read_only_view
+
+    enc = ours("r50k_base")
+    cache, work = enc.facade.serial_workspace()
+    buf = read_only_view(np.frombuffer(b"hello", dtype=np.uint8))
+    real = (buf, np.zeros(3, dtype=np.int64), 1, enc.facade.tables, np.empty(8, dtype=np.uint32), cache, 0, work[0])
+    assert [numba.typeof(a) for a in warm_worker.engine_args()] == [numba.typeof(a) for a in real]
