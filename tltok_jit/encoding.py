@@ -33,8 +33,8 @@ from .threads import parallel, resolve_threads
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
 _SPLIT_MIN = 1 << 20  # UTF-8 bytes: from here num_threads != 1 splits one text over the cores
 _CUT_BACK = 8  # bytes of context before a window's first usable cut position
-_CUT_WINDOW = 1 << 16  # bytes searched for a cut at a time
-_CUT_SEARCH = 1 << 16  # bytes after the ideal position searched before giving up on that cut (one window)
+_CUT_WINDOW = 1 << 12  # bytes searched for a cut at a time (find_cuts lists all of a window's: keep it small)
+_CUT_SEARCH = 1 << 16  # bytes after the ideal position searched before giving up on that cut
 
 
 # The compiled encode_text_at for the one argument-type signature this module ever passes, called

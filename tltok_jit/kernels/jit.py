@@ -15,7 +15,6 @@ import numba
 import numba.core.caching
 import numba.core.cgutils
 import numba.extending
-import numba.np.arrayobj
 import numpy as np
 
 
@@ -377,6 +376,8 @@ def _make_view(readonly: bool):
         sig = aryty(addr, dims, dtype)
 
         def codegen(context, builder, signature, args):
+            from numba.np.arrayobj import populate_array  # compile time only (~50 ms of imports)
+
             ary = context.make_array(aryty)(context, builder)
             itemsize = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
             intp = context.get_value_type(numba.types.intp)
@@ -392,8 +393,8 @@ def _make_view(readonly: bool):
                 data = builder.bitcast(args[0], ptr_t)
             else:
                 data = builder.inttoptr(args[0], ptr_t)
-            numba.np.arrayobj.populate_array(ary, data=data, shape=shape, strides=list(reversed(strides)),
-                                             itemsize=intp(itemsize), meminfo=None)
+            populate_array(ary, data=data, shape=shape, strides=list(reversed(strides)), itemsize=intp(itemsize),
+                           meminfo=None)
             return ary._getvalue()
 
         return sig, codegen
@@ -421,13 +422,15 @@ def stack_array(typingctx, n, dtype):
     sig = aryty(n, dtype)
 
     def codegen(context, builder, signature, args):
+        from numba.np.arrayobj import populate_array  # compile time only (~50 ms of imports)
+
         elem_t = context.get_data_type(aryty.dtype)
         itemsize = context.get_abi_sizeof(elem_t)
         intp = context.get_value_type(numba.types.intp)
         data = numba.core.cgutils.alloca_once(builder, elem_t, size=intp(count))
         ary = context.make_array(aryty)(context, builder)
-        numba.np.arrayobj.populate_array(ary, data=data, shape=[intp(count)], strides=[intp(itemsize)],
-                                         itemsize=intp(itemsize), meminfo=None)
+        populate_array(ary, data=data, shape=[intp(count)], strides=[intp(itemsize)], itemsize=intp(itemsize),
+                       meminfo=None)
         return ary._getvalue()
 
     return sig, codegen
