@@ -147,6 +147,7 @@ def worker(job: dict) -> dict:
     import numpy as np
 
     from bench import adapters, data
+    from bench.worker import timed
 
     lib, mode, encoding = job["lib"], job["mode"], job["encoding"]
     out: dict = {"status": "ok"}
@@ -197,13 +198,7 @@ def worker(job: dict) -> dict:
     call(w)
     out["warmup_s"] = time.perf_counter() - t0
     gc.collect()
-    gc.disable()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    result = call(target)
-    dt = time.perf_counter() - t0
-    cpu = time.process_time() - c0
-    gc.enable()
+    result, dt, cpu = timed(call, target)
     out.update(seconds=dt, cpu_seconds=cpu, bytes=nbytes, items=len(texts))
     flat, lens = adapters.to_flat(result)
     ref = np.load(job["oracle"])

@@ -49,7 +49,7 @@ def _reset_peak() -> bool:
         return False
 
 
-def _timed(call, arg):
+def timed(call, arg):
     """(call(arg), wall seconds, CPU seconds of the process), the garbage collector off meanwhile."""
     gc.disable()
     c0 = time.process_time()
@@ -150,7 +150,7 @@ def _measure(job: dict, ad, out: dict, threads: int) -> dict:
         import resource
 
         maxrss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result, dt, cpu = _timed(call, target_call)
+    result, dt, cpu = timed(call, target_call)
     if mode == "memory":
         hwm = _status_kb("VmHWM")
         if out["peak_reset"] and rss0 is not None and hwm is not None:
@@ -241,7 +241,7 @@ def _measure_decode(job: dict, ad, out: dict, threads: int) -> dict:
         call(w)
     out["warmup_s"] = time.perf_counter() - t0
     gc.collect()
-    result, dt, cpu = _timed(call, ids)
+    result, dt, cpu = timed(call, ids)
     out["seconds"] = dt
     out["cpu_seconds"] = cpu
     out["n_items"] = 1 if isinstance(target, str) else len(target)

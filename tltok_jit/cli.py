@@ -746,25 +746,23 @@ def cmd_warmup(args) -> int:
     t0 = time.perf_counter()
     enc = load_encoding(args.encoding, None)
     t1 = time.perf_counter()
+    def say(stage: str, seconds: float) -> None:
+        if not args.quiet:
+            print(f"tltok warmup: {stage} kernels ready ({seconds:.0f} s)", file=sys.stderr, flush=True)
+
     if CACHE and not warm.all_ready():
         if not args.quiet:
             print("tltok warmup: compiling the kernels (one-time for this machine and version)...",
                   file=sys.stderr, flush=True)
         lock = warm.take_lock()
         if lock is not None:  # compile here, in processes side by side (warm_worker.compile_parts)
-            def say(stage: str, seconds: float) -> None:
-                if not args.quiet:
-                    print(f"tltok warmup: {stage} kernels ready ({seconds:.0f} s)", file=sys.stderr, flush=True)
-
             try:
                 compile_parts(say)
             finally:
                 lock.close()
         else:  # a background worker is compiling them: wait for its stages rather than compile twice
             for stage in warm.stages_as_ready():
-                if not args.quiet:
-                    print(f"tltok warmup: {stage} kernels ready ({time.perf_counter() - t1:.0f} s)",
-                          file=sys.stderr, flush=True)
+                say(stage, time.perf_counter() - t1)
     # load them here (what no worker delivered, or every kernel without a shared cache: compiled here)
     warm_encoding(enc)
     t2 = time.perf_counter()

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -82,13 +83,10 @@ def engine_args() -> tuple:
     from .kernels.cache import new_cache
     from .kernels.handle import TABLE_DTYPES
     from .kernels.layout import Tables
+    from .text import read_only
 
-    def ro(a):
-        a.flags.writeable = False
-        return a
-
-    T = Tables(*(ro(np.zeros(1, dtype=dt)) for dt in TABLE_DTYPES))
-    return (ro(np.zeros(1, dtype=np.uint8)), np.zeros(3, dtype=np.int64), 0, T, np.zeros(1, dtype=np.uint32),
+    T = Tables(*(read_only(np.zeros(1, dtype=dt)) for dt in TABLE_DTYPES))
+    return (read_only(np.zeros(1, dtype=np.uint8)), np.zeros(3, dtype=np.int64), 0, T, np.zeros(1, dtype=np.uint32),
             new_cache(1), 0, np.zeros(1, dtype=np.int64))
 
 
@@ -194,6 +192,9 @@ def compile_jobs() -> int:
     v = os.environ.get(JOBS_ENV, "")
     if v.strip().isdigit() and int(v) >= 1:
         return min(int(v), len(PART_ORDERS))
+    if v.strip():
+        warnings.warn(f"{JOBS_ENV}={v!r} is not a whole number >= 1; compiling in the default number of "
+                      "processes", stacklevel=2)
     return min(len(PART_ORDERS), os.cpu_count() or 1)
 
 
