@@ -18,6 +18,7 @@ from .errors import DisallowedSpecialTokenError, UnknownTokenError, raise_disall
 from .kernels import encode as K
 from .kernels import handle as KH
 from .kernels.cache import new_cache
+from .kernels.scan import load_scanner
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
@@ -195,7 +196,7 @@ class Encoding:
             elif interim_hf is not None and interim_hf.supports(model):
                 self._interim = interim_hf.HFInterimEncoder(model)
         if self._interim is not None:
-            warm.start_background()
+            warm.start_background(model.pattern_kind)
             n_vocab = len(self._interim.by_id)
         else:
             n_vocab = self._compiled.n_vocab
@@ -238,6 +239,7 @@ class Encoding:
                 warm.wait_for("single")  # False: the worker died; compile here
             c = compile_model(self._model, use_cache=self._use_cache)
             load_text_kernels()
+            load_scanner(table_config(c.tables).pattern_kind)  # the one scanner this model runs
             self._compiled_tables = c
         return c
 

@@ -38,6 +38,7 @@ STAGES = ("single", "hf", "rows", "arrow", "stream")
 _LOCK_NAME = "compile.lock"
 LOG_NAME = "compile.log"
 LOCK_FD_ENV = "TLTOK_WARM_LOCK_FD"  # the worker's inherited, already locked, lock file
+SCANNER_ENV = "TLTOK_WARM_SCANNER"  # the pattern kind of the process that started the worker
 
 
 def background_enabled() -> bool:
@@ -100,8 +101,9 @@ def worker_env() -> dict:
     return env
 
 
-def start_background() -> bool:
+def start_background(pattern_kind: str | None = None) -> bool:
     """Start the compile worker unless every stage is ready or a worker runs; True if one runs now.
+    `pattern_kind` (tables.PATTERN_CODES): the worker also compiles that pattern's scanner first.
 
     The lock is taken here and handed to the worker (the same open file), so there is no moment when
     the worker is starting and the lock looks free."""
@@ -112,6 +114,8 @@ def start_background() -> bool:
         return True
     env = worker_env()
     env[LOCK_FD_ENV] = str(lock.fileno())
+    if pattern_kind:
+        env[SCANNER_ENV] = pattern_kind
     try:
         with open(os.path.join(state_dir(), LOG_NAME), "ab") as log:
             subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker"], stdin=subprocess.DEVNULL,

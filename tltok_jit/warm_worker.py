@@ -122,6 +122,17 @@ def warm_without_engine(enc) -> None:
     arrow.find_cuts(enc, "a b\nc")
 
 
+def load_requested_scanner() -> None:
+    """Compile (or load) the scanner of the pattern kind the worker was started for (warm.SCANNER_ENV;
+    the stand-in models load o200k's and qwen2's themselves)."""
+    from .kernels.scan import load_scanner
+    from .tables import PATTERN_CODES
+
+    code = PATTERN_CODES.get(os.environ.get(warm.SCANNER_ENV, ""))
+    if code is not None:
+        load_scanner(code)
+
+
 # Each warmer takes the Encoding and the order to warm the 1- and 2-thread kernels in (the serial
 # and parallel drivers share a block kernel: a second part starting at the other end compiles the
 # other driver while the first compiles its own).
@@ -209,6 +220,7 @@ def run_part(part: int, t0: float, say=None) -> None:
     enc = compiled_encoding(stand_in_model())
     if part == 0 and not warm.all_ready():
         warm_without_engine(enc)
+        load_requested_scanner()
         say("decoders", time.perf_counter() - t0)
     for s in PART_ORDERS[part]:
         if not warm.stage_ready(s):

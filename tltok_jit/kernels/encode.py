@@ -16,8 +16,8 @@ from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, 
 from .jit import borrow, njit, prefetch, stack_array
 from .merge import merge_piece
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
-from .scan import data_ptr
-from .scan import np_int, scan_any, scan_pointers
+from .scan import data_ptr, np_int, scan_pointers
+from .scanner_slots import call_scanner
 
 # Tables.config slots
 CFG_PATTERN = 0
@@ -132,7 +132,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
             nw = 0
             q = pos
             while nw < WINDOW and q < end:
-                qe = scan_any(kind, bp, np_int(q), np_int(end), s1p, s2p, a0)
+                qe = call_scanner(kind, bp, np_int(q), np_int(end), s1p, s2p, a0)
                 w_end[nw] = qe
                 w_t[nw] = _NOT_LOOKED_UP
                 n = qe - q

@@ -140,9 +140,8 @@ def _one_variant(dispatcher):
 _held_locks: dict = {}  # lock path -> [open file, depth] of the compile locks this process holds
 
 
-def _compile_lock_path(dispatcher) -> str:
+def _compile_lock_path(fn) -> str:
     # per source file, as numba's cache index: two installations of one version never wait on each other
-    fn = dispatcher.py_func
     key = f"{os.path.abspath(fn.__code__.co_filename)}:{fn.__qualname__}"
     return os.path.join(KERNEL_CACHE_DIR, "locks", hashlib.sha1(key.encode()).hexdigest()[:16])
 
@@ -157,8 +156,8 @@ class _CompileLock:
     other. numba's in-process compiler lock is taken first: a thread waiting here never holds it
     while the holder of the file lock needs it."""
 
-    def __init__(self, dispatcher):
-        self.path = _compile_lock_path(dispatcher)
+    def __init__(self, fn):
+        self.path = _compile_lock_path(fn)
 
     def __enter__(self):
         import fcntl
@@ -191,6 +190,15 @@ class _CompileLock:
         return False
 
 
+def compile_lock(fn):
+    """The cross-process lock to hold (after numba's compiler lock) while loading or compiling the
+    Python function `fn` by other means than a dispatcher (a `numba.cfunc`); a no-op context
+    without the cache."""
+    import contextlib
+
+    return _CompileLock(fn) if CACHE else contextlib.nullcontext()
+
+
 def _shared_compile(dispatcher):
     """Load-or-compile each new signature of `dispatcher` under its cross-process compile lock."""
     from numba.core.compiler_lock import global_compiler_lock
@@ -202,7 +210,7 @@ def _shared_compile(dispatcher):
         args, _ = sigutils.normalize_signature(sig)
         if tuple(args) in dispatcher.overloads:
             return compile_(sig)
-        with global_compiler_lock, _CompileLock(dispatcher):
+        with global_compiler_lock, _CompileLock(dispatcher.py_func):
             return compile_(sig)
 
     dispatcher.compile = compile

@@ -29,7 +29,9 @@ Layout, for speed and compile time:
 * the cores `scan_<pattern>(buf, pos, end, s1, s2, a0)` take raw pointers (`scan_pointers` makes
   them from the arrays): array arguments passed through helpers cost atomic NRT reference-count
   updates at every boundary, which more than halved the scan speed. A kernel that scans many pieces
-  should call `scan_pointers` once and then `scan_any` / `scan_<pattern>` in its loop.
+  should call `scan_pointers` once and then `scanner_slots.call_scanner` in its loop: every
+  pattern's core is compiled once, alone, as a C callback reached through a table of addresses
+  (scanner_slots), so no kernel compiles a scanner its pattern does not use.
 * small helpers are `inline="always"` with an ASCII fast path; the non-ASCII decode + table lookup
   is one shared non-inlined call (`_class_slow`): inlining the decoder at every site made numba's
   compile time grow to minutes for a few percent of speed.
@@ -37,6 +39,11 @@ Layout, for speed and compile time:
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+
+import numba
 import numpy as np
 from numba import int64 as np_int
 
@@ -51,7 +58,16 @@ from ..unicode.classes import (
     CLS_OTHER,
     CLS_SPACE,
 )
-from .jit import LITTLE_ENDIAN, data_ptr, load_u64, njit, trailing_zeros
+from .jit import (
+    CACHE,
+    LITTLE_ENDIAN,
+    compile_lock,
+    data_ptr,
+    load_u64,
+    njit,
+    trailing_zeros,
+)
+from .scanner_slots import N_SCANNERS, SCANNER_SIG, SLOTS, call_scanner
 from .utf8 import cp_class, decode_cp
 
 PAT_GPT2 = 0  # r50k_base, p50k_base, gpt2
@@ -596,27 +612,38 @@ def scan_gpt2_digits(buf, pos, end, s1, s2, a0):
     return _run(buf, pos + n, end, s1, s2, a0, M_O)
 
 
-@njit(inline="always")
-def scan_any(kind, buf, pos, end, s1, s2, a0):
-    """Dispatch on the pattern kind (PAT_*); -1 for an unknown kind. Inlined: a piece loop then
-    makes one call per piece, not two (a fifth of the scan time on English)."""
-    if kind == PAT_GPT2:
-        return scan_gpt2(buf, pos, end, s1, s2, a0)
-    if kind == PAT_CL100K:
-        return scan_cl100k(buf, pos, end, s1, s2, a0)
-    if kind == PAT_O200K:
-        return scan_o200k(buf, pos, end, s1, s2, a0)
-    if kind == PAT_LLAMA3:
-        return scan_llama3(buf, pos, end, s1, s2, a0)
-    if kind == PAT_QWEN2:
-        return scan_qwen2(buf, pos, end, s1, s2, a0)
-    if kind == PAT_TEKKEN:
-        return scan_tekken(buf, pos, end, s1, s2, a0)
-    if kind == PAT_GPT2_DIGITS:
-        return scan_gpt2_digits(buf, pos, end, s1, s2, a0)
-    if kind == PAT_WHOLE:
-        return end
-    return np_int(-1)
+def _entry_gpt2(buf, pos, end, s1, s2, a0):
+    return scan_gpt2(buf, pos, end, s1, s2, a0)
+
+
+def _entry_cl100k(buf, pos, end, s1, s2, a0):
+    return scan_cl100k(buf, pos, end, s1, s2, a0)
+
+
+def _entry_o200k(buf, pos, end, s1, s2, a0):
+    return scan_o200k(buf, pos, end, s1, s2, a0)
+
+
+def _entry_llama3(buf, pos, end, s1, s2, a0):
+    return scan_llama3(buf, pos, end, s1, s2, a0)
+
+
+def _entry_qwen2(buf, pos, end, s1, s2, a0):
+    return scan_qwen2(buf, pos, end, s1, s2, a0)
+
+
+def _entry_tekken(buf, pos, end, s1, s2, a0):
+    return scan_tekken(buf, pos, end, s1, s2, a0)
+
+
+def _entry_gpt2_digits(buf, pos, end, s1, s2, a0):
+    return scan_gpt2_digits(buf, pos, end, s1, s2, a0)
+
+
+# The scanner_slots C callbacks, by PAT_* (each compiles its pattern's core alone)
+SCANNER_ENTRIES = (_entry_gpt2, _entry_cl100k, _entry_o200k, _entry_llama3, _entry_qwen2, _entry_tekken,
+                   _entry_gpt2_digits)
+assert len(SCANNER_ENTRIES) == N_SCANNERS == PAT_WHOLE
 
 
 @njit(inline="always")
@@ -650,31 +677,18 @@ def next_piece_o200k(buf, pos, end, stage1, stage2):
 def next_piece(kind, buf, pos, end, stage1, stage2):
     """End of the piece of pattern `kind` (PAT_*) that starts at pos; -1 for an unknown kind."""
     p, s1, s2, a0 = scan_pointers(buf, stage1, stage2)
-    return scan_any(kind, p, np_int(pos), np_int(end), s1, s2, a0)
+    return call_scanner(kind, p, np_int(pos), np_int(end), s1, s2, a0)
 
 
 @njit
 def _count_loop(kind, p, pos, end, s1, s2, a0):
-    """Number of pieces in [pos, end); the dispatch is hoisted out of the loops."""
-    cnt = np_int(0)
-    if kind == PAT_GPT2:
-        while pos < end:
-            pos = scan_gpt2(p, pos, end, s1, s2, a0)
-            cnt += 1
-    elif kind == PAT_CL100K:
-        while pos < end:
-            pos = scan_cl100k(p, pos, end, s1, s2, a0)
-            cnt += 1
-    elif kind == PAT_O200K:
-        while pos < end:
-            pos = scan_o200k(p, pos, end, s1, s2, a0)
-            cnt += 1
-    elif PAT_LLAMA3 <= kind <= PAT_WHOLE:
-        while pos < end:
-            pos = scan_any(kind, p, pos, end, s1, s2, a0)
-            cnt += 1
-    else:
+    """Number of pieces in [pos, end); -1 for a kind with no scanner."""
+    if not 0 <= kind <= PAT_WHOLE:
         return np_int(-1)
+    cnt = np_int(0)
+    while pos < end:
+        pos = call_scanner(kind, p, pos, end, s1, s2, a0)
+        cnt += 1
     return cnt
 
 
@@ -693,6 +707,65 @@ def piece_ends(kind, buf, start, end, stage1, stage2):
     out = np.empty(max(n, 0), dtype=np.int64)
     pos = np_int(start)
     for j in range(n):
-        pos = scan_any(kind, p, pos, np_int(end), s1, s2, a0)
+        pos = call_scanner(kind, p, pos, np_int(end), s1, s2, a0)
         out[j] = pos
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading the scanners into their slots (scanner_slots)
+# ----------------------------------------------------------------------------------------------
+
+_C_SIG = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                          ctypes.c_void_p, ctypes.c_int64)  # SCANNER_SIG
+_loaded: dict[int, object] = {}  # kind -> its numba CFunc (which keeps the machine code alive)
+
+
+def load_scanner(kind: int) -> int:
+    """Compile (or load from the kernel cache) the scanner of pattern `kind` and put its address in
+    its slot; returns the address (0 for PAT_WHOLE, which needs none). Safe to call from several
+    threads and processes."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    kind = int(kind)
+    if kind == PAT_WHOLE:
+        return 0
+    if not 0 <= kind < N_SCANNERS:
+        raise ValueError(f"pattern kind {kind} has no scanner (0 <= kind < {N_SCANNERS})")
+    cf = _loaded.get(kind)
+    if cf is None:
+        # numba's (reentrant) compiler lock orders the threads of this process, the file lock the processes
+        with global_compiler_lock, compile_lock(SCANNER_ENTRIES[kind]):
+            cf = _loaded.get(kind)
+            if cf is None:
+                cf = numba.cfunc(SCANNER_SIG, cache=CACHE, nopython=True, boundscheck=False)(SCANNER_ENTRIES[kind])
+                _loaded[kind] = cf
+                SLOTS[kind] = cf.address
+    return cf.address
+
+
+def loaded_scanners() -> list[int]:
+    """The pattern kinds whose scanner this process has loaded (or compiled)."""
+    return sorted(_loaded)
+
+
+def _first_call(kind: int):
+    """A slot's content until its scanner is loaded: load it, then forward the call (one trip through
+    Python per pattern and process; the front ends load their pattern's scanner with the tables)."""
+
+    def first_call(buf, pos, end, s1, s2, a0):
+        try:
+            addr = load_scanner(kind)
+        except BaseException as e:  # noqa: BLE001 - nothing can be raised through the kernel that called this
+            print(f"tltok_jit: could not compile the scanner of pattern kind {kind}: {e!r}", file=sys.stderr,
+                  flush=True)
+            os._exit(70)
+        return _C_SIG(addr)(buf, pos, end, s1, s2, a0)
+
+    return _C_SIG(first_call)
+
+
+_FIRST_CALLS = [_first_call(k) for k in range(N_SCANNERS)]  # kept: compiled code may call them any time
+for _k, _cb in enumerate(_FIRST_CALLS):
+    if SLOTS[_k] == 0:
+        SLOTS[_k] = ctypes.cast(_cb, ctypes.c_void_p).value
