@@ -131,7 +131,7 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
     helpers = [w for w in mine if b"--part" in Path(f"/proc/{w}/cmdline").read_bytes().split(b"\0")]
     assert len(mine) - len(helpers) <= 1  # its helpers (--part K) share the work, they do not repeat it
     deadline = time.monotonic() + 1800
-    stages = ("single", "hf", "rows", "arrow", "stream")  # its parts finish them in no fixed order
+    stages = ("single", "rows", "arrow", "stream")  # its parts finish them in no fixed order
     while not all((cache / f"ready-{stage}").exists() for stage in stages):
         assert time.monotonic() < deadline, (cache / "compile.log").read_text()
         if not _locked(cache / "compile.lock") and not all((cache / f"ready-{s}").exists() for s in stages):
@@ -143,6 +143,10 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
     from tltok_jit.warm_worker import compile_jobs
 
     assert ("compile part 1: engine done" in log) == (compile_jobs() > 1), log
+    # what a rank file never runs is not compiled: the tokenizer.json stage, the other patterns' scanners
+    assert not (cache / "ready-hf").exists()
+    scanners = {p.name.split("-")[0] for p in cache.parent.rglob("scan._entry_*.nbi")}
+    assert scanners == {"scan._entry_gpt2"}, scanners  # r50k's (the stand-in model takes its pattern)
     p = _first_use(env)
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err

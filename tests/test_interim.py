@@ -108,9 +108,9 @@ def test_only_rank_files_are_supported(shared_path):
 def compiling(monkeypatch):
     """Make the Encoding see a machine whose kernels are still compiling in a worker."""
     monkeypatch.setattr(warm, "background_enabled", lambda: True)
-    monkeypatch.setattr(warm, "all_ready", lambda: False)
+    monkeypatch.setattr(warm, "all_ready", lambda *stages: False)
     monkeypatch.setattr(warm, "stage_ready", lambda stage: False)
-    monkeypatch.setattr(warm, "start_background", lambda: True)
+    monkeypatch.setattr(warm, "start_background", lambda *args: True)
     monkeypatch.setattr(warm, "worker_running", lambda: True)
 
 

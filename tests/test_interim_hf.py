@@ -230,9 +230,9 @@ def test_refuses_what_it_does_not_reproduce(tmp_path):
 
 def _pretend_compiling(monkeypatch, ready=()):
     monkeypatch.setattr(warm, "background_enabled", lambda: True)
-    monkeypatch.setattr(warm, "all_ready", lambda: False)
+    monkeypatch.setattr(warm, "all_ready", lambda *stages: False)
     monkeypatch.setattr(warm, "stage_ready", lambda stage: stage in ready)
-    monkeypatch.setattr(warm, "start_background", lambda: True)
+    monkeypatch.setattr(warm, "start_background", lambda *args: True)
     monkeypatch.setattr(warm, "worker_running", lambda: True)
 
 

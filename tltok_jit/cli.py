@@ -750,18 +750,18 @@ def cmd_warmup(args) -> int:
         if not args.quiet:
             print(f"tltok warmup: {stage} kernels ready ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
-    if CACHE and not warm.all_ready():
+    if CACHE and not warm.all_ready(enc.compile_stages):
         if not args.quiet:
             print("tltok warmup: compiling the kernels (one-time for this machine and version)...",
                   file=sys.stderr, flush=True)
         lock = warm.take_lock()
         if lock is not None:  # compile here, in processes side by side (warm_worker.compile_parts)
             try:
-                compile_parts(say)
+                compile_parts(say, enc.compile_stages, enc.pattern_kind)
             finally:
                 lock.close()
         else:  # a background worker is compiling them: wait for its stages rather than compile twice
-            for stage in warm.stages_as_ready():
+            for stage in warm.stages_as_ready(enc.compile_stages):
                 say(stage, time.perf_counter() - t1)
     # load them here (what no worker delivered, or every kernel without a shared cache: compiled here)
     warm_encoding(enc)

@@ -190,13 +190,17 @@ class Encoding:
         hf = getattr(model, "hf", None)  # a tokenizer.json pipeline, or None (rank files)
         interim_hf = _tokenizer_json_modules()[0] if hf is not None else None
         self._interim_stages = ("hf",) if interim_hf is not None and interim_hf.needs_hf_kernels(model) else ()
-        if compiled is None and warm.background_enabled() and not warm.all_ready():
+        # the compile worker's stages this model's calls use (a rank file never needs "hf")
+        self.compile_stages: tuple[str, ...] = warm.BASE_STAGES + self._interim_stages
+        self.pattern_kind: str | None = model.pattern_kind  # its scanner (patterns.KINDS), None: a Python one
+        self._worker_restarted = False
+        if compiled is None and warm.background_enabled() and not warm.all_ready(self.compile_stages):
             if interim.supports(model):
                 self._interim = interim.InterimEncoder(model)
             elif interim_hf is not None and interim_hf.supports(model):
                 self._interim = interim_hf.HFInterimEncoder(model)
         if self._interim is not None:
-            warm.start_background(model.pattern_kind)
+            warm.start_background(self.pattern_kind, self.compile_stages)
             n_vocab = len(self._interim.by_id)
         else:
             n_vocab = self._compiled.n_vocab
@@ -263,13 +267,18 @@ class Encoding:
         if it is None:
             return False
         if self._stage_ready(stage):
-            if warm.all_ready():
+            if warm.all_ready(self.compile_stages):
                 self._interim = None
             return False
         now = time.monotonic()
         if now - self._interim_checked > 1.0:
             self._interim_checked = now
             if not warm.worker_running() and not self._stage_ready(stage):
+                # the worker that ran was started for another model's stages: start one for ours, once
+                if not self._worker_restarted:
+                    self._worker_restarted = True
+                    if warm.start_background(self.pattern_kind, self.compile_stages):
+                        return True
                 self._interim = None  # no worker left: compile in this process
                 return False
         return True

@@ -14,6 +14,10 @@ and byte-level tokenizer.json models, serves its calls from an exact Python enco
     arrow    encode_arrow / count_arrow / decode_arrow
     stream   the stream encoder and decoders
 
+The worker compiles the stages the model that started it uses (`BASE_STAGES`, plus "hf" for a
+tokenizer.json model that needs it), and that model's scanner. A model whose stages are ready
+never waits for the others.
+
 A stage is ready when its marker file exists in the cache folder; the worker writes it after the
 stage's kernels are in the cache. One worker runs per cache folder at a time (an exclusive `flock`
 on a lock file in it), so a pool of processes or the workers of a cluster node compile once; numba
@@ -35,10 +39,12 @@ import time
 from .kernels import jit
 
 STAGES = ("single", "hf", "rows", "arrow", "stream")
+BASE_STAGES = ("single", "rows", "arrow", "stream")  # what every model's calls use: all but "hf"
 _LOCK_NAME = "compile.lock"
 LOG_NAME = "compile.log"
 LOCK_FD_ENV = "TLTOK_WARM_LOCK_FD"  # the worker's inherited, already locked, lock file
 SCANNER_ENV = "TLTOK_WARM_SCANNER"  # the pattern kind of the process that started the worker
+STAGES_ENV = "TLTOK_WARM_STAGES"  # the stages it uses, comma-separated
 
 
 def background_enabled() -> bool:
@@ -64,8 +70,9 @@ def stage_ready(stage: str) -> bool:
     return not jit.CACHE or os.path.exists(_marker(stage))
 
 
-def all_ready() -> bool:
-    return all(stage_ready(s) for s in STAGES)
+def all_ready(stages=STAGES) -> bool:
+    """Every stage of `stages` is ready."""
+    return all(stage_ready(s) for s in stages)
 
 
 def _try_lock():
@@ -101,19 +108,20 @@ def worker_env() -> dict:
     return env
 
 
-def start_background(pattern_kind: str | None = None) -> bool:
-    """Start the compile worker unless every stage is ready or a worker runs; True if one runs now.
-    `pattern_kind` (tables.PATTERN_CODES): the worker also compiles that pattern's scanner first.
+def start_background(pattern_kind: str | None = None, stages=BASE_STAGES) -> bool:
+    """Start the compile worker unless all of `stages` are ready or a worker runs; True if one runs
+    now. It compiles `stages` and the scanner of `pattern_kind` (tables.PATTERN_CODES).
 
     The lock is taken here and handed to the worker (the same open file), so there is no moment when
     the worker is starting and the lock looks free."""
-    if all_ready():
+    if all_ready(stages):
         return False
     lock = _try_lock()
     if lock is None:
         return True
     env = worker_env()
     env[LOCK_FD_ENV] = str(lock.fileno())
+    env[STAGES_ENV] = ",".join(stages)
     if pattern_kind:
         env[SCANNER_ENV] = pattern_kind
     try:
@@ -135,9 +143,10 @@ def wait_for(stage: str, poll: float = 0.2) -> bool:
     return True
 
 
-def stages_as_ready(poll: float = 0.2):
-    """Yield each stage as it becomes ready, until all are or no worker is left to make the rest."""
-    left = [s for s in STAGES if not stage_ready(s)]
+def stages_as_ready(stages=STAGES, poll: float = 0.2):
+    """Yield each stage of `stages` as it becomes ready, until all are or no worker is left to make
+    the rest."""
+    left = [s for s in stages if not stage_ready(s)]
     while left:
         done = [s for s in left if stage_ready(s)]
         yield from done

@@ -1,7 +1,7 @@
 """The compile worker and the one list of calls that compiles an Encoding's kernels.
 
 `python -m tltok_jit.warm_worker` is started by `tltok_jit.warm.start_background`: it takes the
-compile lock, compiles each stage for a stand-in model (the kernels' types do not depend on the
+compile lock, compiles each stage the starting model uses (warm.STAGES_ENV) for a stand-in model (the kernels' types do not depend on the
 vocabulary; the "hf" stage uses a tokenizer.json-style stand-in) and marks it ready. It starts
 `compile_jobs() - 1` helpers (`--part K`) that walk the stages in another order at the same time;
 each kernel is compiled by whichever process reaches it first while the others wait for it and load
@@ -22,7 +22,7 @@ from . import arrow, warm
 from .encoding import Encoding
 from .kernels.jit import prune_kernel_caches
 from .model import AddedToken, ModelDescription
-from .patterns import O200K_PATTERN
+from .patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 
 WARM_TEXTS = ["Hello world, it's 2024!\n", "日本語のテキスト。", "  spaces   and\ttabs\r\n", "🙂👍🏽", "x" * 300]
 
@@ -122,15 +122,14 @@ def warm_without_engine(enc) -> None:
     arrow.find_cuts(enc, "a b\nc")
 
 
-def load_requested_scanner() -> None:
-    """Compile (or load) the scanner of the pattern kind the worker was started for (warm.SCANNER_ENV;
-    the stand-in models load o200k's and qwen2's themselves)."""
+def load_scanner_of(pattern_kind: str | None) -> None:
+    """Compile (or load) the scanner of `pattern_kind` (tables.PATTERN_CODES; a tokenizer.json
+    model's, say: the stand-in model loads its own)."""
     from .kernels.scan import load_scanner
     from .tables import PATTERN_CODES
 
-    code = PATTERN_CODES.get(os.environ.get(warm.SCANNER_ENV, ""))
-    if code is not None:
-        load_scanner(code)
+    if pattern_kind in PATTERN_CODES:
+        load_scanner(PATTERN_CODES[pattern_kind])
 
 
 # Each warmer takes the Encoding and the order to warm the 1- and 2-thread kernels in (the serial
@@ -140,8 +139,10 @@ WARMERS = {"single": warm_single, "hf": warm_hf, "rows": warm_rows, "arrow": war
            "stream": warm_stream}
 
 
-def warm_encoding(enc, stages=warm.STAGES) -> None:
-    """Compile (or load from the cache) every kernel `enc` uses in `stages`, in this process."""
+def warm_encoding(enc, stages=None) -> None:
+    """Compile (or load from the cache) every kernel `enc` uses in `stages` (default: the stages it
+    uses, `enc.compile_stages`), in this process."""
+    stages = enc.compile_stages if stages is None else stages
     for s in stages:
         WARMERS[s](enc)
 
@@ -160,14 +161,21 @@ def compiled_encoding(model) -> Encoding:
             os.environ["TLTOK_COMPILE"] = old
 
 
-def stand_in_model():
-    """A tiny tiktoken-style model: the kernels' types do not depend on the vocabulary, so compiling
-    them for this one compiles them for every rank file."""
+# Stand-in patterns whose kind takes every code path the stages compile (long rows cut, streams)
+_STAND_IN_PATTERNS = {"o200k": O200K_PATTERN, "cl100k": CL100K_PATTERN, "gpt2": R50K_PATTERN}
+
+
+def stand_in_model(pattern_kind: str | None = None):
+    """A tiny tiktoken-style model: the kernels' types do not depend on the vocabulary or the
+    pattern, so compiling them for this one compiles them for every rank file. Its pattern is
+    `pattern_kind`'s when that is a rank file's (its scanner is then the only one compiled), else
+    o200k's."""
+    kind = pattern_kind if pattern_kind in _STAND_IN_PATTERNS else "o200k"
     vocab = {bytes([b]): b for b in range(256)}
     for t in (b"he", b"ll", b"hell", b"hello", b" w", b"or", b" wor", b"ld", b" world", "日".encode()[:2], "日".encode()):
         vocab[t] = len(vocab)
-    return ModelDescription(name="tltok-stand-in", vocab=vocab, merges=None, pattern=O200K_PATTERN,
-                            pattern_kind="o200k", added_tokens=[AddedToken("<|endoftext|>", len(vocab))])
+    return ModelDescription(name="tltok-stand-in", vocab=vocab, merges=None, pattern=_STAND_IN_PATTERNS[kind],
+                            pattern_kind=kind, added_tokens=[AddedToken("<|endoftext|>", len(vocab))])
 
 
 def stand_in_hf_model():
@@ -209,53 +217,66 @@ def compile_jobs() -> int:
     return min(len(PART_ORDERS), os.cpu_count() or 1)
 
 
-def run_part(part: int, t0: float, say=None) -> None:
-    """Compile (or load) every stage not yet ready, in PART_ORDERS[part]'s order, marking each;
-    `say(stage, seconds)` after each (default: a line on standard error, the compile log)."""
+def run_part(part: int, t0: float, say=None, stages=warm.BASE_STAGES, pattern_kind: str | None = None) -> None:
+    """Compile (or load) every stage of `stages` not yet ready, in PART_ORDERS[part]'s order, marking
+    each, and the scanner of `pattern_kind`; `say(stage, seconds)` after each (default: a line on
+    standard error, the compile log)."""
     say = say or (lambda what, sec: print(f"compile part {part}: {what} done at {sec:.1f} s "
                                           f"(CPU {time.process_time():.1f} s)", file=sys.stderr, flush=True))
-    if part == 1 and not warm.all_ready():
+    if part == 1 and not warm.all_ready(stages):
         warm_engine()
         say("engine", time.perf_counter() - t0)
-    enc = compiled_encoding(stand_in_model())
-    if part == 0 and not warm.all_ready():
+    enc = compiled_encoding(stand_in_model(pattern_kind))
+    if part == 0 and not warm.all_ready(stages):
         warm_without_engine(enc)
-        load_requested_scanner()
+        load_scanner_of(pattern_kind)
         say("decoders", time.perf_counter() - t0)
     for s in PART_ORDERS[part]:
-        if not warm.stage_ready(s):
+        if s in stages and not warm.stage_ready(s):
             WARMERS[s](enc, (1, 2) if part == 0 else (2, 1))
             warm.mark_ready(s, time.perf_counter() - t0)
             say(s, time.perf_counter() - t0)
 
 
-def compile_parts(say=None) -> None:
-    """Compile every stage not yet ready: part 0 here, the others in helper processes at the same
-    time (their lines go to the compile log); `say` as in run_part. The caller holds the compile
-    lock."""
+def compile_parts(say=None, stages=warm.BASE_STAGES, pattern_kind: str | None = None) -> None:
+    """Compile every stage of `stages` not yet ready and the scanner of `pattern_kind`: part 0 here,
+    the others in helper processes at the same time (their lines go to the compile log); `say` as in
+    run_part. The caller holds the compile lock."""
     t0 = time.perf_counter()
+    env = warm.worker_env()
+    env[warm.STAGES_ENV] = ",".join(stages)
+    env[warm.SCANNER_ENV] = pattern_kind or ""
     with open(os.path.join(warm.state_dir(), warm.LOG_NAME), "ab") as log:
         helpers = [subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker", "--part", str(k)],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=warm.worker_env())
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
                    for k in range(1, compile_jobs())]
     try:
-        run_part(0, t0, say)
+        run_part(0, t0, say, stages, pattern_kind)
     finally:
         for h in helpers:
             h.wait()
-    run_part(0, t0, say)  # a stage a helper did not finish (it died): here, alone
+    run_part(0, t0, say, stages, pattern_kind)  # a stage a helper did not finish (it died): here, alone
+
+
+def requested_stages(value: str | None) -> tuple[str, ...]:
+    """The stages named in `value` (comma-separated, as warm.start_background passes them), in
+    warm.STAGES order; BASE_STAGES when it names none."""
+    names = set((value or "").split(","))
+    return tuple(s for s in warm.STAGES if s in names) or warm.BASE_STAGES
 
 
 def main(argv: list[str]) -> int:
     os.environ["TLTOK_COMPILE"] = "foreground"  # compile here, also when started by hand (never interim)
+    stages = requested_stages(os.environ.get(warm.STAGES_ENV))
+    kind = os.environ.get(warm.SCANNER_ENV) or None
     if argv[:1] == ["--part"]:  # a helper of compile_parts: the process that started it holds the lock
-        run_part(int(argv[1]), time.perf_counter())
+        run_part(int(argv[1]), time.perf_counter(), stages=stages, pattern_kind=kind)
         return 0
     lock = warm.take_lock()
     if lock is None:
         return 0  # another worker has it
     try:
-        compile_parts()
+        compile_parts(stages=stages, pattern_kind=kind)
         prune_kernel_caches()
     finally:
         lock.close()
