@@ -105,6 +105,26 @@ def test_random_chunkings_equal_encode_and_hf(name):
     check()
 
 
+# A whitespace run before a byte the vocabulary lacks (SmolLM2: \x04, \x06): `\s+(?!\S)` backs off
+# before it, as before any other non-space (found by the test above: `\r\n\x04` streamed as `\r\n`).
+DROPPED_AFTER_SPACE = ["\r\n\x04", "a\r\n\x04", "\n\n\x06", "\r\n\x04\x04", "  \x04", "x \t\x06y", "\r\n\x04 \n\x06"]
+
+
+@pytest.mark.parametrize("text", DROPPED_AFTER_SPACE)
+@pytest.mark.parametrize("long_min", [1, None])
+def test_whitespace_before_a_dropped_byte(text, long_min):
+    from tltok_jit.stream_encode import StreamEncoder
+
+    enc, hf = pair("smollm2")
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert enc.encode(text, allowed_special="all") == want
+    for size in (1, 2, len(text)):
+        se = StreamEncoder(enc, allowed_special="all") if long_min is None else \
+            StreamEncoder(enc, allowed_special="all", long_min=long_min)
+        parts = [se.feed(c) for c in _cut(text, [size])] + [se.finish()]
+        assert np.concatenate(parts).tolist() == want, (text, size)
+
+
 @pytest.mark.parametrize("name", PRESENT)
 def test_byte_by_byte_corpus_and_defaults(name):
     """A mixed text fed one byte at a time, and in every chunk size 1..12 by characters; with the

@@ -691,6 +691,7 @@ def _encode_pieces(kind, buf, a, b, T, TP, drop, out, op, cache, vals, s1, s2):
         return encode_ordinary_span(buf, a, b, T, out, op, cache, 0, vals)
     clean = a  # pieces in [clean, p) have no dropped byte: encoded together
     p = a
+    last = a  # where the piece before p starts
     while p < b:
         pe = next_piece(kind, buf, p, b, s1, s2)
         m = 0
@@ -699,7 +700,12 @@ def _encode_pieces(kind, buf, a, b, T, TP, drop, out, op, cache, vals, s1, s2):
                 m += 1
         if m:
             if p > clean:
-                op = encode_ordinary_span(buf, clean, p, T, out, op, cache, 0, vals)
+                # scanned alone, [clean, p) would end its last piece at the end of the text, where
+                # `\s+(?!\S)` no longer backs off (`\r\n` + a dropped byte is `\r`, `\n`): that piece
+                # is encoded whole, the ones before it together
+                if last > clean:
+                    op = encode_ordinary_span(buf, clean, last, T, out, op, cache, 0, vals)
+                op = encode_ordinary_span(buf, last, p, TP, out, op, cache, 0, vals)
             if m < pe - p:
                 kept = np.empty(pe - p - m, dtype=np.uint8)
                 j = 0
@@ -709,6 +715,7 @@ def _encode_pieces(kind, buf, a, b, T, TP, drop, out, op, cache, vals, s1, s2):
                         j += 1
                 op = encode_ordinary_span(readonly(kept), 0, j, TP, out, op, cache, 0, vals)
             clean = pe
+        last = p
         p = pe
     if b > clean:
         op = encode_ordinary_span(buf, clean, b, T, out, op, cache, 0, vals)
