@@ -686,39 +686,30 @@ def _long_progress(kind, buf, k, st, lam, lamlen, mark, T, LT, LW, vals, out, op
 def _encode_pieces(kind, buf, a, b, T, TP, drop, out, op, cache, vals, s1, s2):
     """Encode buf[a:b], a text whose pieces are final. drop[256] != 0: the bytes with drop[x] != 0
     are absent from the byte-level vocabulary; as `tokenizers` does, they are removed from each
-    piece that has them, and the rest is merged as one piece with TP (whole-piece tables)."""
+    piece that has them, and every piece is merged on its own with TP (whole-piece tables)."""
     if drop[256] == 0:
         return encode_ordinary_span(buf, a, b, T, out, op, cache, 0, vals)
-    clean = a  # pieces in [clean, p) have no dropped byte: encoded together
+    # Each piece alone, as a whole piece (TP): re-scanning a run of them as a text of its own would
+    # read its end as the end of the text, where `\s+(?!\S)` no longer backs off (`\r\n` before a
+    # dropped byte is `\r`, `\n`; `\n\n` before `a` is `\n`, `\n`)
     p = a
-    last = a  # where the piece before p starts
     while p < b:
         pe = next_piece(kind, buf, p, b, s1, s2)
         m = 0
         for i in range(p, pe):
             if drop[buf[i]] != 0:
                 m += 1
-        if m:
-            if p > clean:
-                # scanned alone, [clean, p) would end its last piece at the end of the text, where
-                # `\s+(?!\S)` no longer backs off (`\r\n` + a dropped byte is `\r`, `\n`): that piece
-                # is encoded whole, the ones before it together
-                if last > clean:
-                    op = encode_ordinary_span(buf, clean, last, T, out, op, cache, 0, vals)
-                op = encode_ordinary_span(buf, last, p, TP, out, op, cache, 0, vals)
-            if m < pe - p:
-                kept = np.empty(pe - p - m, dtype=np.uint8)
-                j = 0
-                for i in range(p, pe):
-                    if drop[buf[i]] == 0:
-                        kept[j] = buf[i]
-                        j += 1
-                op = encode_ordinary_span(readonly(kept), 0, j, TP, out, op, cache, 0, vals)
-            clean = pe
-        last = p
+        if m == 0:
+            op = encode_ordinary_span(buf, p, pe, TP, out, op, cache, 0, vals)
+        elif m < pe - p:
+            kept = np.empty(pe - p - m, dtype=np.uint8)
+            j = 0
+            for i in range(p, pe):
+                if drop[buf[i]] == 0:
+                    kept[j] = buf[i]
+                    j += 1
+            op = encode_ordinary_span(readonly(kept), 0, j, TP, out, op, cache, 0, vals)
         p = pe
-    if b > clean:
-        op = encode_ordinary_span(buf, clean, b, T, out, op, cache, 0, vals)
     return op
 
 
