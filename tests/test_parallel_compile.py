@@ -149,3 +149,23 @@ def test_engine_args_have_the_types_the_kernels_pass(ours):
     buf = read_only_view(np.frombuffer(b"hello", dtype=np.uint8))
     real = (buf, np.zeros(3, dtype=np.int64), 1, enc.facade.tables, np.empty(8, dtype=np.uint32), cache, 0, work[0])
     assert [numba.typeof(a) for a in warm_worker.engine_args()] == [numba.typeof(a) for a in real]
+
+
+@pytest.mark.parametrize(("value", "stages"), [
+    (None, warm.BASE_STAGES), ("", warm.BASE_STAGES), ("stream,single", ("single", "stream")),
+    ("single,rows,arrow,stream,hf", warm.STAGES), ("nonsense", warm.BASE_STAGES)])
+def test_the_worker_compiles_the_stages_it_was_started_for(value, stages):
+    assert warm_worker.requested_stages(value) == stages
+    assert "hf" not in warm.BASE_STAGES and set(warm.BASE_STAGES) < set(warm.STAGES)
+
+
+@pytest.mark.parametrize(("kind", "stand_in"), [("gpt2", "gpt2"), ("cl100k", "cl100k"), ("o200k", "o200k"),
+                                                (None, "o200k"), ("llama3", "o200k"), ("gpt2_digits", "o200k")])
+def test_the_stand_in_model_takes_a_rank_files_pattern(kind, stand_in):
+    """A rank file's worker then compiles its scanner alone; other kinds' stand-in is o200k, whose
+    pattern takes every path the stages compile (long rows cut, streams)."""
+    from tltok_jit.patterns import KINDS, kind_of_pattern
+
+    model = warm_worker.stand_in_model(kind)
+    assert model.pattern_kind == stand_in == kind_of_pattern(model.pattern)
+    assert KINDS[stand_in].column_cuts and KINDS[stand_in].streams
