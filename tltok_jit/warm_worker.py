@@ -225,6 +225,9 @@ def run_part(part: int, t0: float, say=None, stages=warm.BASE_STAGES, pattern_ki
                                           f"(CPU {time.process_time():.1f} s)", file=sys.stderr, flush=True))
     if part == 1 and not warm.all_ready(stages):
         warm_engine()
+        # the scanners next: the first part reaches its stand-in's only after building the tables
+        load_scanner_of(stand_in_model(pattern_kind).pattern_kind)
+        load_scanner_of(pattern_kind)
         say("engine", time.perf_counter() - t0)
     enc = compiled_encoding(stand_in_model(pattern_kind))
     if part == 0 and not warm.all_ready(stages):
