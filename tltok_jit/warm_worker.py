@@ -1,8 +1,9 @@
 """The compile worker and the one list of calls that compiles an Encoding's kernels.
 
 `python -m tltok_jit.warm_worker` is started by `tltok_jit.warm.start_background`: it takes the
-compile lock, compiles each stage the starting model uses (warm.STAGES_ENV) for a stand-in model (the kernels' types do not depend on the
-vocabulary; the "hf" stage uses a tokenizer.json-style stand-in) and marks it ready. It starts
+compile lock, compiles each stage the starting model uses (warm.STAGES_ENV) and its scanner
+(warm.SCANNER_ENV) for a stand-in model (the kernels' types do not depend on the vocabulary; the
+"hf" stage uses a tokenizer.json-style stand-in) and marks it ready. It starts
 `compile_jobs() - 1` helpers (`--part K`) that walk the stages in another order at the same time;
 each kernel is compiled by whichever process reaches it first while the others wait for it and load
 it (`kernels.jit._CompileLock`), so the stages compile side by side without compiling anything twice.
@@ -165,12 +166,17 @@ def compiled_encoding(model) -> Encoding:
 _STAND_IN_PATTERNS = {"o200k": O200K_PATTERN, "cl100k": CL100K_PATTERN, "gpt2": R50K_PATTERN}
 
 
+def stand_in_kind(pattern_kind: str | None) -> str:
+    """The pattern kind of the stand-in model for `pattern_kind` (see stand_in_model)."""
+    return pattern_kind if pattern_kind in _STAND_IN_PATTERNS else "o200k"
+
+
 def stand_in_model(pattern_kind: str | None = None):
     """A tiny tiktoken-style model: the kernels' types do not depend on the vocabulary or the
     pattern, so compiling them for this one compiles them for every rank file. Its pattern is
     `pattern_kind`'s when that is a rank file's (its scanner is then the only one compiled), else
     o200k's."""
-    kind = pattern_kind if pattern_kind in _STAND_IN_PATTERNS else "o200k"
+    kind = stand_in_kind(pattern_kind)
     vocab = {bytes([b]): b for b in range(256)}
     for t in (b"he", b"ll", b"hell", b"hello", b" w", b"or", b" wor", b"ld", b" world", "日".encode()[:2], "日".encode()):
         vocab[t] = len(vocab)
@@ -226,7 +232,7 @@ def run_part(part: int, t0: float, say=None, stages=warm.BASE_STAGES, pattern_ki
     if part == 1 and not warm.all_ready(stages):
         warm_engine()
         # the scanners next: the first part reaches its stand-in's only after building the tables
-        load_scanner_of(stand_in_model(pattern_kind).pattern_kind)
+        load_scanner_of(stand_in_kind(pattern_kind))
         load_scanner_of(pattern_kind)
         say("engine", time.perf_counter() - t0)
     enc = compiled_encoding(stand_in_model(pattern_kind))
