@@ -23,7 +23,11 @@ with mp.get_context("fork").Pool(2) as pool:
 assert got == expected, "fork pool ids differ"
 assert got_batches[0] + got_batches[1] == expected
 import numba
-print("OK", numba.threading_layer())
+try:
+    layer = numba.threading_layer()
+except ValueError:  # never started: no kernel is a numba parallel loop
+    layer = "none"
+print("OK", layer)
 """
 
 
@@ -34,7 +38,9 @@ def test_fork_pool_after_a_parallel_call():
                        timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.startswith("OK"), p.stdout
-    assert "omp" not in p.stdout.split()[1]
+    # the parallel calls ran on Python threads: numba's threading layer (GNU OpenMP kills the
+    # children of a process that used it) was never started
+    assert p.stdout.split()[1] == "none", p.stdout
 
 
 def test_threads_sharing_one_encoding(ours, tiktoken_oracle):

@@ -66,7 +66,7 @@ from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
 from .special_policy import SpecialPolicy
 from .tables import pattern_kind
 from .text import read_only_view
-from .threads import parallel, resolve_threads
+from .threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads, workers_for
 
 __all__ = [
     "ArrowRowError",
@@ -494,12 +494,13 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
         KC.drive_serial(src.bufs, T, cache, job(work, st.serial_scratch()))
     else:
         workers = min(threads, nb)
-        with parallel(workers):
+        with PARALLEL_LOCK:
             cache, work = enc.facade.parallel_workspace(workers)
             scratch = st.parallel_scratch(workers)
             st.counter[0] = 0
             wbytes = np.zeros(workers, dtype=np.int64)
-            KC.drive_parallel(workers, st.counter, wbytes, src.bufs, T, cache, job(work, scratch))
+            the_job = job(work, scratch)
+            on_threads(workers, lambda w: KC.drive_worker(w, st.counter, wbytes, src.bufs, T, cache, the_job))
             st.last_worker_bytes = wbytes  # diagnostics: bytes each worker took from the block queue
 
     hit_rows = np.flatnonzero(hits[:, 0] >= 0)
@@ -731,22 +732,26 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     tbytes, toffs, valid = enc.facade.tables.tok_bytes, enc.facade.tables.tok_offsets, enc.facade.compiled.valid
     lens = np.empty(max(n, 1), dtype=np.int64)
     bad = np.empty(max(n, 1), dtype=np.int64)
-    with parallel(min(threads, max(n, 1))):
-        if n:
-            KD.decode_lengths(ids, loff, n, vbits, voff, has_nulls, toffs, valid, lens, bad)
-        bad_rows = np.flatnonzero(bad[:n] >= 0)
-        if len(bad_rows):
-            r = int(bad_rows[0])
-            i = int(ids[int(loff[r]) + int(bad[r])])
-            raise UnknownTokenError(f"row {row_base + r}: invalid token for decoding: {i} "
-                                    f"(not in the vocabulary of {enc.name!r}, n_vocab={enc.n_vocab})")
-        out_off = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lens[:n], out=out_off[1:])
-        total = int(out_off[-1])
-        out = np.empty(max(total, 1), dtype=np.uint8)
-        flags = np.zeros(max(n, 1), dtype=np.uint8)
-        if n:
-            KD.decode_gather(ids, loff, n, vbits, voff, has_nulls, tbytes, toffs, out_off, out, flags)
+    # contiguous row ranges of about equal ids, one per worker
+    workers = workers_for(min(threads, max(n, 1)), 4 * (int(loff[n]) - int(loff[0])) if n else 0)
+    rb = balanced_bounds(loff, workers)
+    if n:
+        on_threads(workers, lambda w: KD.decode_lengths(ids, loff, int(rb[w]), int(rb[w + 1]), vbits, voff,
+                                                        has_nulls, toffs, valid, lens, bad))
+    bad_rows = np.flatnonzero(bad[:n] >= 0)
+    if len(bad_rows):
+        r = int(bad_rows[0])
+        i = int(ids[int(loff[r]) + int(bad[r])])
+        raise UnknownTokenError(f"row {row_base + r}: invalid token for decoding: {i} "
+                                f"(not in the vocabulary of {enc.name!r}, n_vocab={enc.n_vocab})")
+    out_off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens[:n], out=out_off[1:])
+    total = int(out_off[-1])
+    out = np.empty(max(total, 1), dtype=np.uint8)
+    flags = np.zeros(max(n, 1), dtype=np.uint8)
+    if n:
+        on_threads(workers, lambda w: KD.decode_gather(ids, loff, int(rb[w]), int(rb[w + 1]), vbits, voff,
+                                                       has_nulls, tbytes, toffs, out_off, out, flags))
     bad_rows = np.flatnonzero(flags[:n])
     if len(bad_rows):
         if errors == "strict":

@@ -28,7 +28,7 @@ from .recipe import abspath, cached
 from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
 from .tables import compile_model, table_config
 from .text import KERNEL_UTF8_MIN, load_text_kernels, no_lone_surrogates, read_only, text_to_buf, text_to_utf8  # noqa: F401
-from .threads import parallel, resolve_threads
+from .threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads, workers_for
 
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
@@ -801,20 +801,23 @@ class Encoding:
 
     def _encode_rows_kernels(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask: np.ndarray,
                              any_allowed: bool, num_threads: int) -> tuple[np.ndarray, np.ndarray]:
-        """encode_rows of checked offsets by the kernels, in parallel."""
+        """encode_rows of checked offsets by the kernels, on up to `num_threads` threads."""
         n_rows = len(offsets) - 1
         total = int(offsets[-1] - offsets[0]) if n_rows else 0
         out = np.empty(max(total, 1), dtype=np.uint32)
         counts = np.empty(n_rows, dtype=np.int64)
-        threads = max(1, min(resolve_threads(num_threads), n_rows))
-        # Byte-balanced contiguous chunks, one per worker.
-        targets = offsets[0] + (np.arange(1, threads, dtype=np.int64) * total) // threads
-        inner = np.searchsorted(offsets, targets, side="left").astype(np.int64)
-        bounds = np.concatenate(([0], np.clip(inner, 0, n_rows), [n_rows])).astype(np.int64)
-        bounds = np.maximum.accumulate(bounds)
-        with parallel(threads):
-            cache, work = self._parallel(threads)
-            K.encode_rows(data, offsets, valid, bounds, self._t, amask, any_allowed, out, counts, cache, work)
+        threads = workers_for(max(1, min(resolve_threads(num_threads), n_rows)), total)
+        bounds = balanced_bounds(offsets, threads)  # byte-balanced contiguous chunks, one per worker
+        if threads == 1:
+            cache, work = self._serial_state()
+            K.encode_chunk(data, offsets, valid, 0, 0, n_rows, self._t, amask, any_allowed, out, counts, cache,
+                           0, work[0])
+        else:
+            with PARALLEL_LOCK:
+                cache, work = self._parallel(threads)
+                on_threads(threads, lambda w: K.encode_chunk(data, offsets, valid, 0, int(bounds[w]),
+                                                             int(bounds[w + 1]), self._t, amask, any_allowed,
+                                                             out, counts, cache, w, work[w]))
         new_offsets = np.empty(n_rows + 1, dtype=np.int64)
         n = K.compact_rows(out, offsets, 0, n_rows, counts, new_offsets)
         out.resize(n, refcheck=False)

@@ -1,25 +1,30 @@
-"""numba's threads: a fork-safe threading layer, the number of workers a call asks for, and the one
-lock every parallel kernel call runs under."""
+"""Running one call's kernels on several cores: the number of workers a call asks for, Python threads
+that each run a serial kernel (every kernel releases the GIL), and the lock the shared per-Encoding
+parallel workspaces are used under.
+
+No kernel uses numba's `parallel=True`: a parallel loop compiled a second copy of its body (a third
+of the column kernels' compile time), and numba's threading layer breaks `fork` after a call (GNU
+OpenMP kills the children of a process that used it). Threads are started per call, never pooled,
+so a forked child starts clean.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
+from collections.abc import Callable
 
 import numba
+import numpy as np
 
 from .args import check_threads
 
-# A fork-safe threading layer unless the user chose one: with GNU OpenMP (numba's pick where it is
-# installed), a process that forks after a parallel call kills its children ("fork() called from a
-# process already using GNU OpenMP"), which breaks multiprocessing pools and `datasets.map(num_proc=)`.
-# numba takes it from its config at the first parallel call; "forksafe" picks tbb if installed, else
-# the workqueue layer, which must not be entered by two threads at once (hence the lock).
-if not os.environ.get("NUMBA_THREADING_LAYER") and numba.config.THREADING_LAYER == "default":
-    numba.config.THREADING_LAYER = "forksafe"
-
+# Held while a call uses an Encoding's parallel workspace (piece caches and scratch rows, one per
+# worker), which every multi-threaded call of that Encoding shares.
 PARALLEL_LOCK = threading.Lock()
+
+# A thread costs ~50-100 us to start and join: below this many bytes a worker's share would not pay
+# for it, so a call that small runs on the calling thread alone.
+MIN_BYTES_PER_WORKER = 1 << 15
 
 
 def resolve_threads(num_threads: int | None) -> int:
@@ -31,14 +36,41 @@ def resolve_threads(num_threads: int | None) -> int:
     return min(int(num_threads), limit)
 
 
-@contextlib.contextmanager
-def parallel(workers: int):
-    """Run the body's parallel kernel calls on `workers` threads, holding PARALLEL_LOCK (numba's
-    thread count is process-wide, and the workqueue layer takes one caller at a time)."""
-    with PARALLEL_LOCK:
-        prev = numba.get_num_threads()
-        numba.set_num_threads(max(1, workers))
+def workers_for(threads: int, total_bytes: int) -> int:
+    """`threads`, or fewer when `total_bytes` leaves a worker less than MIN_BYTES_PER_WORKER."""
+    return max(1, min(threads, total_bytes // MIN_BYTES_PER_WORKER))
+
+
+def balanced_bounds(offsets: np.ndarray, parts: int) -> np.ndarray:
+    """int64 row bounds [0, ..., n] cutting rows with cumulative sizes `offsets` (n + 1 entries) into
+    `parts` contiguous chunks of about equal size (a chunk may be empty)."""
+    n = len(offsets) - 1
+    total = int(offsets[-1] - offsets[0]) if n > 0 else 0
+    targets = offsets[0] + (np.arange(1, parts, dtype=np.int64) * total) // parts
+    inner = np.searchsorted(offsets, targets, side="left").astype(np.int64)
+    bounds = np.concatenate(([0], np.clip(inner, 0, n), [n])).astype(np.int64)
+    return np.maximum.accumulate(bounds)
+
+
+def on_threads(threads: int, work: Callable[[int], object]) -> None:
+    """work(w) for w in range(threads): w = 0 on the calling thread, the others on threads of their
+    own. The first error is raised, after every worker has finished."""
+    if threads <= 1:
+        work(0)
+        return
+    errors: list[BaseException] = []
+
+    def run(w: int) -> None:
         try:
-            yield
-        finally:
-            numba.set_num_threads(prev)
+            work(w)
+        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+            errors.append(e)
+
+    others = [threading.Thread(target=run, args=(w,), daemon=True) for w in range(1, threads)]
+    for t in others:
+        t.start()
+    run(0)
+    for t in others:
+        t.join()
+    if errors:
+        raise errors[0]

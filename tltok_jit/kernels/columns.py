@@ -1,5 +1,5 @@
 """Arrow text columns -> token ids or counts: block planning, the per-block encode / count /
-validation kernel, the parallel (atomic block queue) and serial drivers, and packing the rows' ids.
+validation kernel, the worker (atomic block queue) and serial drivers, and packing the rows' ids.
 
 A column is read in place: `layout` LAYOUT_OFFSETS (string / binary / large_*: row r is
 data[off[r]:off[r + 1]] of bufs[0]) or LAYOUT_VIEWS (string_view / binary_view: `views` holds 16-byte
@@ -13,8 +13,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import prange
-
 from . import encode as K
 from .column_cuts import find_cut
 from .jit import fetch_add, njit
@@ -29,7 +27,7 @@ ST_DISALLOWED = 2
 
 
 class ColumnJob(NamedTuple):
-    """One encode (or count) call over one array: what `drive_serial` / `drive_parallel` and the
+    """One encode (or count) call over one array: what `drive_serial` / `drive_worker` and the
     per-block kernel read and write, by name. The front end builds it in one place and the kernels
     pass it whole. Three arguments go beside it: the typed list of data buffers (`bufs`: numba types
     a tuple holding a typed list in Python on every call, ~70 us, a tuple of arrays in C), the tables
@@ -313,21 +311,19 @@ def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv):
         counts[rows[j]] = spans[3 * j + 2]
 
 
-@njit(parallel=True)
-def drive_parallel(nw, counter, wbytes, bufs, T, cache, job):
-    """Blocks taken from counter[0] (atomically) by nw workers until none is left; wbytes[w] = the
-    bytes worker w encoded."""
+@njit
+def drive_worker(w, counter, wbytes, bufs, T, cache, job):
+    """Worker w of several, each on a thread of its own (the kernels release the GIL): blocks taken
+    from counter[0] (atomically) until none is left; wbytes[w] = the bytes it encoded."""
     bb = job.bb
     nb = len(bb) - 1
-    for c in prange(nw):
-        w = np.int64(c)  # prange's index is unsigned; the serial driver passes int64 (one variant)
-        wbytes[w] = 0
-        while True:
-            k = fetch_add(counter, 0)
-            if k >= nb:
-                break
-            wbytes[w] += bb[k + 1] - bb[k]
-            _run_block(k, w, bufs, T, cache, job)
+    wbytes[w] = 0
+    while True:
+        k = fetch_add(counter, 0)
+        if k >= nb:
+            break
+        wbytes[w] += bb[k + 1] - bb[k]
+        _run_block(k, w, bufs, T, cache, job)
 
 
 @njit

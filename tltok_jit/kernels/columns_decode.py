@@ -1,21 +1,22 @@
 """Arrow list<integer> columns of token ids -> UTF-8 bytes: per-row lengths (finding unknown ids),
-then the bytes gathered and checked for valid UTF-8, rows in parallel."""
+then the bytes gathered and checked for valid UTF-8; each kernel takes a range of rows, so that
+threads of their own can share a column (the kernels release the GIL)."""
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from .columns import is_valid
 from .jit import njit
 from .utf8 import decode_cp
 
 
-@njit(parallel=True)
-def decode_lengths(ids, loff, n, vbits, voff, has_nulls, tok_offsets, valid, lens, bad):
-    """lens[r] = bytes of row r; bad[r] = position (in the row) of its first unknown id, or -1."""
+@njit
+def decode_lengths(ids, loff, r_lo, r_hi, vbits, voff, has_nulls, tok_offsets, valid, lens, bad):
+    """For rows r_lo..r_hi: lens[r] = bytes of row r; bad[r] = position (in the row) of its first
+    unknown id, or -1."""
     nv = len(valid)
-    for r in prange(n):
+    for r in range(r_lo, r_hi):
         lens[r] = 0
         bad[r] = -1
         if not is_valid(vbits, voff, has_nulls, r):
@@ -32,10 +33,11 @@ def decode_lengths(ids, loff, n, vbits, voff, has_nulls, tok_offsets, valid, len
         lens[r] = tot
 
 
-@njit(parallel=True)
-def decode_gather(ids, loff, n, vbits, voff, has_nulls, tok_bytes, tok_offsets, out_off, out, flags):
-    """Write row r's bytes at out[out_off[r]:]; flags[r] = 1 if they are not valid UTF-8."""
-    for r in prange(n):
+@njit
+def decode_gather(ids, loff, r_lo, r_hi, vbits, voff, has_nulls, tok_bytes, tok_offsets, out_off, out, flags):
+    """For rows r_lo..r_hi: write row r's bytes at out[out_off[r]:]; flags[r] = 1 if they are not
+    valid UTF-8."""
+    for r in range(r_lo, r_hi):
         flags[r] = 0
         if not is_valid(vbits, voff, has_nulls, r):
             continue

@@ -9,7 +9,7 @@ the result is the same for any thread count.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange, uint64
+from numba import uint64
 
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put, short_slot
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
@@ -305,21 +305,11 @@ def encode_text(buf, T, allowed, any_allowed, out, cache, w, vals):
     return encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, w, vals)
 
 
-@njit(parallel=True)
-def encode_rows(data, offsets, valid, bounds, T, allowed, any_allowed, out, counts, cache, vals):
-    """Encode rows [bounds[0], bounds[-1]) of a string column, chunk c = rows bounds[c]..bounds[c+1]
-    on worker c. Row r's ids are written at out[offsets[r] - offsets[bounds[0]]:]; counts[r - bounds[0]]
-    gets their number (0 for a null row)."""
-    for c in prange(len(bounds) - 1):
-        w = np.int64(c)  # prange's index is unsigned; the serial callers pass int64 (one variant)
-        encode_chunk(data, offsets, valid, bounds[0], bounds[w], bounds[w + 1], T, allowed, any_allowed,
-                     out, counts, cache, w, vals[w])
-
-
 @njit
 def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, out, counts, cache, w, vals):
-    """Rows r_lo..r_hi on worker w (the body of the parallel loop, kept out of it: parfor analysis of
-    a large inlined body costs minutes of compile time)."""
+    """Encode rows r_lo..r_hi of a string column on worker w (each worker on a thread of its own).
+    Row r's ids are written at out[offsets[r] - offsets[r0]:]; counts[r - r0] gets their number (0
+    for a null row)."""
     base = offsets[r0]
     if not any_allowed:  # rows in batches: one setup per SPAN_BATCH rows
         spans = np.empty(3 * SPAN_BATCH, dtype=np.int64)

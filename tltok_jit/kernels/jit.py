@@ -92,7 +92,7 @@ def _load_overload_lean(self, sig, target_context):
     Before loading a cached kernel, numba refreshes every typing and lowering registry of the CPU
     target (importing most of numba.np / numba.cpython): ~0.35 s of a warm process's start, spent on
     declarations only a compile reads. Loading machine code needs the NRT alone (allocations in the
-    kernels); parallel kernels start their threading layer through the cached `reload_init`. Any
+    kernels; none is a numba parallel loop, so no threading layer is needed). Any
     compile still refreshes in full (numba's CompilerBase does so itself)."""
     from numba.core.runtime import rtsys
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..kernels import sentencepiece_arrow as KA
 from ..loaders.sentencepiece_model import USER_DEFINED
+from ..threads import on_threads
 from .columns import TextColumn, replaced_text
 
 __all__ = ["ColumnEncoder"]
@@ -32,27 +33,6 @@ def _ro(a: np.ndarray) -> np.ndarray:
         a = a.view()
         a.flags.writeable = False
     return a
-
-
-def _on_threads(threads: int, work) -> None:
-    """work(w) for w in range(threads): w = 0 on the calling thread, the others on threads of their
-    own (started per call: a pool would not survive a fork). The first error is raised."""
-    errors: list[BaseException] = []
-
-    def run(w: int) -> None:
-        try:
-            work(w)
-        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
-            errors.append(e)
-
-    others = [threading.Thread(target=run, args=(w,), daemon=True) for w in range(1, threads)]
-    for t in others:
-        t.start()
-    run(0)
-    for t in others:
-        t.join()
-    if errors:
-        raise errors[0]
 
 
 class ColumnEncoder:
@@ -133,7 +113,7 @@ class ColumnEncoder:
             if threads == 1:
                 KA.encode_rows(np.int64(0), self._counter, *args, *self._caches)
             else:
-                _on_threads(threads, lambda w: KA.encode_rows(np.int64(w), self._counter, *args, *self._caches))
+                on_threads(threads, lambda w: KA.encode_rows(np.int64(w), self._counter, *args, *self._caches))
         redo = np.flatnonzero(status != KA.ST_OK)
         fixed = {}
         for r in redo.tolist():
