@@ -491,7 +491,8 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
         pass
     elif threads == 1 or nb == 1:
         cache, work = enc.facade.serial_workspace()
-        KC.drive_serial(src.bufs, T, cache, job(work, st.serial_scratch()))
+        KC.drive(0, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), src.bufs, T, cache,
+                 job(work, st.serial_scratch()), True)
     else:
         workers = min(threads, nb)
         with PARALLEL_LOCK:
@@ -500,7 +501,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
             st.counter[0] = 0
             wbytes = np.zeros(workers, dtype=np.int64)
             the_job = job(work, scratch)
-            on_threads(workers, lambda w: KC.drive_worker(w, st.counter, wbytes, src.bufs, T, cache, the_job))
+            on_threads(workers, lambda w: KC.drive(w, st.counter, wbytes, src.bufs, T, cache, the_job, False))
             st.last_worker_bytes = wbytes  # diagnostics: bytes each worker took from the block queue
 
     hit_rows = np.flatnonzero(hits[:, 0] >= 0)

@@ -1,5 +1,5 @@
 """Arrow text columns -> token ids or counts: block planning, the per-block encode / count /
-validation kernel, the worker (atomic block queue) and serial drivers, and packing the rows' ids.
+validation kernel, the driver (an atomic block queue), and packing the rows' ids.
 
 A column is read in place: `layout` LAYOUT_OFFSETS (string / binary / large_*: row r is
 data[off[r]:off[r + 1]] of bufs[0]) or LAYOUT_VIEWS (string_view / binary_view: `views` holds 16-byte
@@ -27,7 +27,7 @@ ST_DISALLOWED = 2
 
 
 class ColumnJob(NamedTuple):
-    """One encode (or count) call over one array: what `drive_serial` / `drive_worker` and the
+    """One encode (or count) call over one array: what `drive` and the
     per-block kernel read and write, by name. The front end builds it in one place and the kernels
     pass it whole. Three arguments go beside it: the typed list of data buffers (`bufs`: numba types
     a tuple holding a typed list in Python on every call, ~70 us, a tuple of arrays in C), the tables
@@ -302,7 +302,7 @@ def _run_block(k, w, bufs, T, cache, job):
     _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
 
 
-@njit
+@njit(inline="always")
 def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv):
     if ns == 0:
         return
@@ -312,10 +312,14 @@ def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv):
 
 
 @njit
-def drive_worker(w, counter, wbytes, bufs, T, cache, job):
-    """Worker w of several, each on a thread of its own (the kernels release the GIL): blocks taken
-    from counter[0] (atomically) until none is left; wbytes[w] = the bytes it encoded."""
+def drive(w, counter, wbytes, bufs, T, cache, job, serial):
+    """Worker w: blocks taken from counter[0] (atomically) until none is left; wbytes[w] = the bytes
+    it encoded. Several workers run at once, each on a thread of its own (the kernels release the
+    GIL). `serial` (one worker, counter at 0: the blocks in order) stops after the first block that
+    finds a disallowed token and marks the blocks after it as not run. One kernel for both: each
+    would be one more copy of the engine for LLVM to optimize."""
     bb = job.bb
+    hits = job.hits
     nb = len(bb) - 1
     wbytes[w] = 0
     while True:
@@ -324,17 +328,8 @@ def drive_worker(w, counter, wbytes, bufs, T, cache, job):
             break
         wbytes[w] += bb[k + 1] - bb[k]
         _run_block(k, w, bufs, T, cache, job)
-
-
-@njit
-def drive_serial(bufs, T, cache, job):
-    """Every block in order on worker 0, up to the first one that finds a disallowed token."""
-    bb = job.bb
-    hits = job.hits
-    for k in range(len(bb) - 1):
-        _run_block(k, 0, bufs, T, cache, job)
-        if hits[k, 0] >= 0:
-            for j in range(k + 1, len(bb) - 1):
+        if serial and hits[k, 0] >= 0:
+            for j in range(k + 1, nb):
                 hits[j, 0] = -1
             return
 

@@ -48,9 +48,10 @@ def _maybe_unreachable(buf, pos, n, filt):
     return (filt[k >> 6] >> uint64(k & 63)) & uint64(1) != uint64(0)
 
 
-@njit
+@njit(inline="always")
 def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
-    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position."""
+    """Pretokenize and merge buf[start:end] (no added tokens); returns the new output position.
+    Inlined: a kernel of its own would be one more copy of the engine for LLVM to optimize."""
     spans = stack_array(3, np.int64)
     spans[0] = start
     spans[1] = end
@@ -297,12 +298,6 @@ def find_added_rows(data, offsets, T, mask):
         if pos >= 0:
             return r, t
     return -1, -1
-
-
-@njit
-def encode_text(buf, T, allowed, any_allowed, out, cache, w, vals):
-    """Encode the whole buffer; returns the number of ids written to out."""
-    return encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, w, vals)
 
 
 @njit

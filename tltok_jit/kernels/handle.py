@@ -4,7 +4,7 @@ Calling a kernel costs numba an unboxing per array argument (~80 ns each: type c
 shape, a reference count), and the tables and the piece cache are 32 arrays: more than encoding a
 20-character string. `encode_text_at` takes one int64 array holding each array's address and shape
 and rebuilds the same named tuples inside the kernel (jit.view_ro / view_rw: no copy, no reference
-count), so `encode_text` runs with exactly the argument types it has everywhere else (one variant).
+count), so `encode_span` runs with exactly the argument types it has everywhere else (one variant).
 
 Layout of a handle (`handle_of`): for each field of Tables, in order, (address, length); then for
 each field of PieceCache, (address, its dimensions). The Python side keeps every array alive for as
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .cache import PieceCache
-from .encode import encode_ordinary_spans, encode_text
+from .encode import encode_ordinary_spans, encode_span
 from .jit import njit, stack_array, view_ro, view_rw
 from .layout import Tables
 from .utf8 import str_data8 as _data8
@@ -103,7 +103,7 @@ def encode_ascii_call(s, c):
 
 @njit
 def encode_text_at(buf, h, allowed, any_allowed, out, vals):
-    """encode_text(buf, T, allowed, any_allowed, out, cache, 0, vals) with T and worker 0's cache
+    """encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, 0, vals) with T and worker 0's cache
     rebuilt from the handle `h`; returns the number of ids written to out."""
     T = Tables(_t(h, 0, np.uint8), _t(h, 1, np.int64), _t(h, 2, np.int32), _t(h, 3, np.uint64),
                 _t(h, 4, np.uint64), _t(h, 5, np.uint64), _t(h, 6, np.int32), _t(h, 7, np.uint64),
@@ -121,7 +121,7 @@ def encode_text_at(buf, h, allowed, any_allowed, out, vals):
                        view_rw(h[c + 16], (h[c + 17], h[c + 18]), np.uint64),
                        view_rw(h[c + 19], (h[c + 20], h[c + 21]), np.uint64))
     if any_allowed:
-        return encode_text(buf, T, allowed, any_allowed, out, cache, 0, vals)
+        return encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, 0, vals)
     # straight to the span loop: each call level between here and it costs ~0.3 us (the reference
     # counts and copies of the 32 arrays of T and cache), more than encoding 20 characters
     spans = stack_array(3, np.int64)

@@ -713,7 +713,7 @@ def _encode_pieces(kind, buf, a, b, T, TP, drop, out, op, cache, vals, s1, s2):
     return op
 
 
-@njit
+@njit(inline="always")
 def _close_segment(kind, buf, seg_end, st, lam, lamlen, T, TP, drop, LT, LW, out, op, cache, vals, s1, s2):
     """The ordinary text of the open segment ends at seg_end (an added token or the end of input)."""
     st[S_BLK] = B_NONE
