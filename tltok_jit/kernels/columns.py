@@ -202,7 +202,7 @@ def _validate(buf, a, e, T, dmask, tab):
     return _check_from(buf, p, e, T, dmask, tab)
 
 
-@njit
+@njit(inline="always")  # one caller (drive): a kernel of its own is one more copy of the engine for LLVM
 def _run_block(k, w, bufs, T, cache, job):
     """Encode (or count) block k on worker w: the tail of a row cut at bb[k] (counted in heads[k]), then
     the rows starting in [bb[k], bb[k+1]) (counts[r]), the last one up to bb[k+1]."""

@@ -727,7 +727,7 @@ def _close_segment(kind, buf, seg_end, st, lam, lamlen, T, TP, drop, LT, LW, out
     return op
 
 
-@njit
+@njit(inline="always")  # one caller: a kernel of its own is one more copy of the engine for LLVM
 def _advance_open(kind, buf, end, st, lam, lamlen, mark, T, TP, drop, LT, LW, out, op, cache, vals, long_min,
                   s1, s2):
     """Write the settled pieces of the open segment, whose known text ends at `end`."""
