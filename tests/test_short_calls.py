@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tltok_jit.kernels import handle as KH
+from tltok_jit.threads import resolve_threads
 
 ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
 
@@ -100,9 +101,11 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
     enc._encode_split = spy
     try:
         assert enc.encode_ordinary(zh, num_threads=2) == oracle.encode_ordinary(zh)
+        assert enc.encode_ordinary(zh, num_threads=1) == oracle.encode_ordinary(zh)  # never split
+        assert enc.encode_ordinary(zh) == oracle.encode_ordinary(zh)  # the default: every core
     finally:
         del enc._encode_split
-    assert split == [True]
+    assert split == ([True, True] if resolve_threads(None) >= 2 else [True, False])
     # no position a pretoken cannot cross (no space after a letter, no newline): one part, still exact
     solid = "中文" * (1 << 19)
     assert enc.encode_ordinary(solid, num_threads=2) == oracle.encode_ordinary(solid)

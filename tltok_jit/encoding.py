@@ -32,7 +32,7 @@ from .threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads
 
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
-_SPLIT_MIN = 1 << 20  # UTF-8 bytes: from here num_threads != 1 splits one text over the cores
+_SPLIT_MIN = 1 << 20  # UTF-8 bytes: from here one text is split over the cores (unless num_threads=1)
 _CUT_BACK = 8  # bytes of context before a window's first usable cut position
 _CUT_WINDOW = 1 << 12  # bytes searched for a cut at a time (find_cuts lists all of a window's: keep it small)
 _CUT_SEARCH = 1 << 16  # bytes after the ideal position searched before giving up on that cut
@@ -578,9 +578,9 @@ class Encoding:
                         add_special_tokens: bool = False, num_threads: int | None = None) -> np.ndarray:
         """Token ids as a uint32 numpy array (no Python int per token).
 
-        num_threads: None or 1 = one thread; 0 = every core; N = N cores, for a text of 1 MB or more
-        (cut where no piece of the split pattern can cross, through the column path); the ids never
-        depend on it. Not the default: on 2 cores the split measured slower than one thread.
+        num_threads: for a text of 1 MB or more, None (the default) or 0 = every core, N = N cores (cut
+        where no piece of the split pattern can cross, through the column path); 1 = one thread.
+        A shorter text always takes one. The ids never depend on it.
 
         >>> enc = tltok_jit.get_encoding("o200k_base")
         >>> enc.encode_to_numpy("hello world")
@@ -600,7 +600,9 @@ class Encoding:
         amask, any_allowed = policy.allowed, policy.any_allowed
         if num_threads is not None:
             num_threads = check_threads(num_threads)
-        if num_threads is not None and num_threads != 1 and len(text) >= _SPLIT_MIN // 4:  # <= 4 bytes a character
+        # (by default only once every stage is compiled: the split runs the row kernels)
+        if (num_threads != 1 and len(text) >= _SPLIT_MIN // 4  # <= 4 bytes a character
+                and (num_threads is not None or self._interim is None)):
             ids = self._encode_split(text, allowed_special, num_threads, amask, any_allowed)
             if ids is not None:
                 return ids
