@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 import sys
 import time
 
@@ -124,6 +123,8 @@ def start_background(pattern_kind: str | None = None, stages=BASE_STAGES) -> boo
     env[STAGES_ENV] = ",".join(stages)
     if pattern_kind:
         env[SCANNER_ENV] = pattern_kind
+    import subprocess  # here: a warm process never starts a worker (~10 ms of its import)
+
     try:
         with open(os.path.join(state_dir(), LOG_NAME), "ab") as log:
             subprocess.Popen([sys.executable, "-m", "tltok_jit.warm_worker"], stdin=subprocess.DEVNULL,

@@ -133,9 +133,8 @@ def load_scanner_of(pattern_kind: str | None) -> None:
         load_scanner(PATTERN_CODES[pattern_kind])
 
 
-# Each warmer takes the Encoding and the order to warm the 1- and 2-thread kernels in (the serial
-# and parallel drivers share a block kernel: a second part starting at the other end compiles the
-# other driver while the first compiles its own).
+# Each warmer takes the Encoding and the thread counts to call with (one set of kernels serves every
+# count: several threads run the serial kernels side by side).
 WARMERS = {"single": warm_single, "hf": warm_hf, "rows": warm_rows, "arrow": warm_arrow,
            "stream": warm_stream}
 
