@@ -13,7 +13,8 @@ Cases (o200k_base from the rank file in ../shared, and Llama-3's tokenizer.json)
   full speed     from the first call until the background worker has compiled every stage
   warm process   import + load + first encode with the cache filled, against tiktoken in the same run
   Llama-3        from_file(llama3/tokenizer.json).encode("hello"), then the first `tltok encode --tokenizer`
-                 of the 10-row file, empty cache, then until the background worker is done
+                 of the 10-row file, empty cache, then until the background worker is done; and
+                 `tltok warmup --tokenizer llama3/tokenizer.json` from an empty cache
 Each timed process's CPU time (user + system, its own and its waited-for children's; not the
 background worker's, which runs in its own session) is in the notes.
 A case never overlaps another's background worker: each waits for the previous worker to finish.
@@ -127,7 +128,7 @@ def _tiktoken_start(env: dict, cwd: Path) -> tuple[float, float]:
     return wall, rss
 
 
-CASES = ("o200k-first", "o200k-cli", "warmup", "warm", "llama3")
+CASES = ("o200k-first", "o200k-cli", "warmup", "warm", "llama3", "llama3-warmup")
 
 
 def main(argv=None) -> int:
@@ -142,7 +143,7 @@ def main(argv=None) -> int:
         ap.error(f"--only: unknown case(s) {sorted(only - set(CASES))}; known: {', '.join(CASES)}")
     if "warm" in only:
         only.add("warmup")  # the warm process runs on warmup's cache
-    run = (lambda c: c in only) if only else (lambda c: c != "llama3" or not a.skip_llama3)
+    run = (lambda c: c in only) if only else (lambda c: not c.startswith("llama3") or not a.skip_llama3)
     rows: list[tuple[str, str, str]] = []
     raw: dict = {}
 
@@ -226,6 +227,13 @@ def main(argv=None) -> int:
             _worker_done(root)
             case("Llama-3: until every kernel is compiled (background)", time.perf_counter() - t_first,
                  "first call -> worker done", cpu=False)
+
+        if run("llama3-warmup") and llama.is_file():
+            root = tmp / "c6"
+            pkg = _fresh_package(root)
+            env = _env(root, pkg)
+            wall, rss, _o = _cli(["warmup", "--tokenizer", str(llama)], env, tmp)
+            case("Llama-3: `tltok warmup --tokenizer`, empty cache", wall, f"peak RSS {rss:.0f} MB")
 
     table = ["| case | wall | notes |", "|---|---:|---|"] + [f"| {a_} | {b} | {c} |" for a_, b, c in rows]
     text = "\n".join(table)

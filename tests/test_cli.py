@@ -298,6 +298,22 @@ def test_other_commands(cli, capsys, shared_path):
     assert "warmup" in out and " s" in out
 
 
+def test_warmup_of_a_tokenizer_file(cli, capsys, tmp_path):
+    """`tltok warmup --tokenizer FILE` compiles what that model uses (here a tokenizer.json that also
+    needs the tokenizer.json stage: SmolLM2 lacks bytes); a missing file is named, no traceback."""
+    from tltok_jit import warm
+
+    capsys.readouterr()
+    assert cli("warmup", "--tokenizer", REPO / "fixtures" / "smollm2" / "tokenizer.json") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tltok warmup: ") and "kernels compiled/loaded in" in out
+    assert "tokenizer.json" in out or "smollm2" in out.lower()
+    assert warm.all_ready(warm.STAGES)  # every stage, "hf" included (foreground: no marker is needed)
+    assert cli("warmup", "--tokenizer", tmp_path / "missing.json") == 2
+    err = capsys.readouterr().err
+    assert "tokenizer file not found" in err and "missing.json" in err and "Traceback" not in err
+
+
 def test_progress_line(capsys):
     from tltok_jit.cli import Progress
 

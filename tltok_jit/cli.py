@@ -7,7 +7,7 @@
     tltok encode INPUT -o train.bin --pack 2048 [--eos]      training shards (see below)
     tltok encode INPUT -o PREFIX --format megatron|bin [--eos]   per-document shards (see below)
     tltok encode INPUT -o OUTDIR --ray [ADDRESS] [--ray-workers N] [--shard-mb 256]   on Ray (tltok_jit.ray_job)
-    tltok warmup [--encoding NAME]                           compile / load every kernel, print the time
+    tltok warmup [--encoding NAME | --tokenizer FILE]        compile / load every kernel it uses, print the time
     tltok bench [ARGS...]                                    runs `python bench/run.py ARGS` (repository checkout)
     tltok stream ...                                         streaming tokenization (tltok_jit.stream_cli)
 
@@ -744,8 +744,9 @@ def cmd_warmup(args) -> int:
     from .warm_worker import compile_parts, warm_encoding
 
     t0 = time.perf_counter()
-    enc = load_encoding(args.encoding, None)
+    enc = load_encoding(args.encoding, args.tokenizer)
     t1 = time.perf_counter()
+
     def say(stage: str, seconds: float) -> None:
         if not args.quiet:
             print(f"tltok warmup: {stage} kernels ready ({seconds:.0f} s)", file=sys.stderr, flush=True)
@@ -836,7 +837,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --ray: text per output shard, in whole row groups (default 256)")
 
     w = sub.add_parser("warmup", help="compile / load all kernels ahead of use and print the time")
-    w.add_argument("--encoding", default="o200k_base")
+    w.add_argument("--encoding", default=None, help="encoding name (default: o200k_base)")
+    w.add_argument("--tokenizer", default=None, metavar="FILE",
+                   help="a .tiktoken rank file or a Hugging Face tokenizer.json instead of --encoding")
     w.add_argument("--quiet", action="store_true")
 
     sub.add_parser("bench", help="run the benchmark suite (bench/run.py of a source checkout)", add_help=False)
