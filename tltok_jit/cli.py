@@ -299,8 +299,8 @@ def prepare_kernels(enc, *, quiet: bool = False) -> None:
 
     if enc.compile_state == "interim":
         if not quiet:
-            print("tltok: kernels compiling in the background for first use on this machine (one-time, a "
-                  "few minutes); until they are ready, the exact Python encoder answers, more slowly",
+            print("tltok: kernels compiling in the background for first use on this machine (one-time, about "
+                  "a minute on two cores); until they are ready, the exact Python encoder answers, more slowly",
                   file=sys.stderr)
         return
     t0 = time.perf_counter()
@@ -309,8 +309,8 @@ def prepare_kernels(enc, *, quiet: bool = False) -> None:
     def notice():
         said.set()
         if not quiet:
-            print("tltok: compiling the kernels for first use on this machine (one-time, a few minutes; "
-                  "`tltok warmup` does it ahead of time)...", file=sys.stderr, flush=True)
+            print("tltok: compiling the kernels for first use on this machine (one-time, about a minute on "
+                  "two cores; `tltok warmup` does it ahead of time)...", file=sys.stderr, flush=True)
 
     timer = threading.Timer(_NOTICE_AFTER, notice)
     timer.daemon = True
