@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+
 from . import encode as K
 from .column_cuts import find_cut
 from .jit import fetch_add, njit
@@ -27,12 +28,11 @@ ST_DISALLOWED = 2
 
 
 class ColumnJob(NamedTuple):
-    """One encode (or count) call over one array: what `drive` and the
-    per-block kernel read and write, by name. The front end builds it in one place and the kernels
-    pass it whole. Three arguments go beside it: the typed list of data buffers (`bufs`: numba types
-    a tuple holding a typed list in Python on every call, ~70 us, a tuple of arrays in C), the tables
-    `T` and the piece caches (numba's parallel loop takes a tuple argument apart one level only, and
-    both are tuples)."""
+    """One encode (or count) call over one array: what `drive` and the per-block kernel read and
+    write, by name. The front end builds it in one place and the kernels pass it whole. Three
+    arguments go beside it: the typed list of data buffers (`bufs`: numba types a tuple holding a
+    typed list in Python on every call, ~70 us, a tuple of arrays in C), the tables `T` and the piece
+    caches (tuples of arrays that other kernels take as they are)."""
 
     layout: int  # LAYOUT_OFFSETS or LAYOUT_VIEWS
     views: np.ndarray  # int32: the 16-byte views (LAYOUT_VIEWS), else unused
