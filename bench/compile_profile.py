@@ -8,7 +8,7 @@ its own compile) and per compiler pass.
 
 Prints the wall and CPU seconds of each stage, then the kernels by exclusive seconds (with how many
 signatures each compiled) and the passes by exclusive seconds (typing, IR inlining, lowering, ...).
-A pass's seconds exclude the nested compiles of callees it triggered; "NativeLowering" holds LLVM's
+A pass's seconds exclude the nested compiles of callees it triggered; "native_lowering" holds LLVM's
 optimization and code generation of that kernel's module.
 """
 
@@ -86,11 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, w, c in rows:
         print(f"| {name} | {w:.1f} | {c:.1f} |")
     print(f"| **all** | **{total_wall:.1f}** | **{total_cpu:.1f}** |\n")
-    own = own_kernel
     print(f"| kernel (top {args.top}) | own s | signatures |\n|---|---:|---:|")
-    for name, s in sorted(own.items(), key=lambda kv: -kv[1])[:args.top]:
+    for name, s in sorted(own_kernel.items(), key=lambda kv: -kv[1])[:args.top]:
         print(f"| {name} | {s:.2f} | {sigs[name]} |")
-    print(f"| ({len(own)} kernels in all) | {sum(own.values()):.1f} | {sum(sigs.values())} |\n")
+    print(f"| ({len(own_kernel)} kernels in all) | {sum(own_kernel.values()):.1f} | {sum(sigs.values())} |\n")
     print("| pass | s |\n|---|---:|")
     for name, s in sorted(excl_pass.items(), key=lambda kv: -kv[1])[:15]:
         print(f"| {name} | {s:.1f} |")

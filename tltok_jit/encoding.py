@@ -809,12 +809,12 @@ class Encoding:
         out = np.empty(max(total, 1), dtype=np.uint32)
         counts = np.empty(n_rows, dtype=np.int64)
         threads = workers_for(max(1, min(resolve_threads(num_threads), n_rows)), total)
-        bounds = balanced_bounds(offsets, threads)  # byte-balanced contiguous chunks, one per worker
         if threads == 1:
             cache, work = self._serial_state()
             K.encode_chunk(data, offsets, valid, 0, 0, n_rows, self._t, amask, any_allowed, out, counts, cache,
                            0, work[0])
         else:
+            bounds = balanced_bounds(offsets, threads)  # byte-balanced contiguous chunks, one per worker
             with PARALLEL_LOCK:
                 cache, work = self._parallel(threads)
                 on_threads(threads, lambda w: K.encode_chunk(data, offsets, valid, 0, int(bounds[w]),
