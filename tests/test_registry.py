@@ -221,12 +221,31 @@ def test_tltok_data_and_cache_come_before_the_embedded_copy(env, tmp_path):
 
 
 def test_damaged_embedded_copy_raises(env, monkeypatch):
+    """The embedded copy is read when the ranks are first needed (a process whose tables are cached
+    never reads it), and checked then."""
     monkeypatch.setattr(registry, "read_embedded", lambda filename: b"QQ== 0\n")
+    d = registry.load_description("o200k_base")
+    assert d.digest is not None
     with pytest.raises(RankFileHashError) as ei:
-        registry.load_description("o200k_base")
+        d.vocab
     msg = str(ei.value)
     assert "o200k_base.tiktoken.gz" in msg and registry.encoding_spec("o200k_base").sha256 in msg
     assert "reinstall" in msg
+
+
+def test_rank_file_changed_after_verification_raises(env, tmp_path):
+    """A local rank file is hashed when found, read when its ranks are first needed, and hashed again
+    then: a file replaced in between is refused, not parsed."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    path = data_dir / "r50k_base.tiktoken"
+    path.write_bytes(registry.embedded_rank_data("r50k_base"))
+    env.setenv("TLTOK_DATA", str(data_dir))
+    d = registry.load_description("r50k_base")
+    assert d.source == str(path)
+    path.write_bytes(b"QQ== 0\n")
+    with pytest.raises(RankFileHashError, match="r50k_base.tiktoken: sha256 mismatch.*changed after it was verified"):
+        d.vocab
 
 
 def test_p50k_has_no_embedded_copy(env):

@@ -242,7 +242,8 @@ class Encoding:
             if self._interim is not None:
                 warm.wait_for("single")  # False: the worker died; compile here
             c = compile_model(self._model, use_cache=self._use_cache)
-            load_text_kernels()
+            if not warm.stage_ready("single"):  # may compile: now rather than in a first long text
+                load_text_kernels()  # (in the cache they load when first called: ~20 ms of a start)
             load_scanner(table_config(c.tables).pattern_kind)  # the one scanner this model runs
             self._compiled_tables = c
         return c

@@ -27,6 +27,7 @@ inside the package); `load_description` is what reads the embedded copy.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pathlib
@@ -34,11 +35,10 @@ import tempfile
 import threading
 import types
 import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .data import embedded_location, read_embedded
+from .data import embedded_location, has_embedded, read_embedded
 from .loaders.tiktoken_file import read_tiktoken_model
 from .errors import RankFileHashError, RankFileUnavailableError, TokenizerFileError  # noqa: F401
 from .model import ModelDescription
@@ -203,6 +203,8 @@ def _sha256_of(path: pathlib.Path) -> str:
 
 
 def _download(url: str, dest: pathlib.Path, expected: str) -> None:
+    import urllib.request  # ~15 ms of imports (http, email, ssl) that a process with its files never needs
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     try:
@@ -305,9 +307,10 @@ def load_description(name: str) -> ModelDescription:
     searched: list[str] = []
     local = _local_rank_file(spec, searched)
     if local is None:
-        data = embedded_rank_data(name)
-        if data is not None:
-            return read_tiktoken_model(embedded_location(spec.rank_file), data=data, lazy=True, **kw)
+        if has_embedded(spec.rank_file):
+            # read (and checked against the published hash) only if the tables are not cached
+            return read_tiktoken_model(embedded_location(spec.rank_file), lazy=True, sha256=spec.sha256,
+                                       read=functools.partial(embedded_rank_data, name), **kw)
         searched.append("the package (it embeds no copy of this file)")
         local = _download_rank_file(spec, searched)
-    return read_tiktoken_model(local, lazy=True, **kw)
+    return read_tiktoken_model(local, lazy=True, sha256=spec.sha256, **kw)

@@ -24,11 +24,13 @@ from .encoding import Encoding
 from .kernels.jit import prune_kernel_caches
 from .model import AddedToken, ModelDescription
 from .patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+from .text import load_text_kernels
 
 WARM_TEXTS = ["Hello world, it's 2024!\n", "日本語のテキスト。", "  spaces   and\ttabs\r\n", "🙂👍🏽", "x" * 300]
 
 
 def warm_single(enc, threads=(1, 2)) -> None:
+    load_text_kernels()  # the str -> UTF-8 kernels of long texts
     for t in WARM_TEXTS:
         enc.encode(t)
         enc.encode_ordinary(t)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 from importlib import resources
 
-__all__ = ["embedded_location", "read_embedded"]
+__all__ = ["embedded_location", "has_embedded", "read_embedded"]
 
 
 def _resource(filename: str):
@@ -21,6 +21,11 @@ def _resource(filename: str):
 def embedded_location(filename: str) -> str:
     """Where the embedded copy of `filename` (e.g. "o200k_base.tiktoken") is, for messages."""
     return str(_resource(filename))
+
+
+def has_embedded(filename: str) -> bool:
+    """True if the package embeds a copy of `filename` (without reading it)."""
+    return _resource(filename).is_file()
 
 
 def read_embedded(filename: str) -> bytes | None:

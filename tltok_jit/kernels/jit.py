@@ -5,6 +5,7 @@ cache when that folder is not writable (numba would otherwise fail at import).""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import shutil
 import sys
@@ -14,6 +15,8 @@ import llvmlite.ir
 import numba
 import numba.core.caching
 import numba.core.cgutils
+import numba.core.environment
+import numba.core.typing.typeof
 import numba.extending
 import numpy as np
 
@@ -61,6 +64,11 @@ class _KernelCacheLocator(numba.core.caching.UserProvidedCacheLocator):
         super().__init__(py_func, py_file)
         self._cache_path = os.path.join(KERNEL_CACHE_DIR, self.get_suitable_cache_subpath(py_file))
 
+    def ensure_cache_path(self):
+        # _cache_usable found the folder writable once; numba's own check writes a temporary file
+        # for every kernel, at import
+        os.makedirs(self.get_cache_path(), exist_ok=True)
+
     @classmethod
     def from_function(cls, py_func, py_file):
         if not os.path.abspath(py_file).startswith(PACKAGE_DIR + os.sep):
@@ -101,8 +109,52 @@ def _load_overload_lean(self, sig, target_context):
         return self._load_overload(sig, target_context)
 
 
+def _rebuild_env_lean(modname, consts, env_name):
+    """numba.core.environment._rebuild_env without importing a numba module that is not imported yet.
+
+    A cached kernel's machine code comes with the environment of every function it was built from,
+    numba's own `np.empty` and `len(str)` among them, and numba imports each one's module to hand it
+    the module's globals (numba.np.arrayobj alone: ~50 ms of a warm process's start). Only object-mode
+    code reads those globals (numba's pylowering); nopython kernels read the constants alone, so a
+    module not imported yet gets a stand-in dict."""
+    from numba.core.environment import Environment, lookup_environment
+
+    env = lookup_environment(env_name)
+    if env is not None:
+        return env
+    mod = sys.modules.get(modname)
+    if mod is None and not (modname or "").startswith("numba."):
+        mod = importlib.import_module(modname)
+    env = Environment(mod.__dict__ if mod is not None else {"__name__": modname})
+    env.consts[:] = consts
+    env.env_name = env_name
+    Environment._memo[env_name] = env
+    return env
+
+
+def _typeof_plain_ndarray(original):
+    """numba's typeof for np.ndarray, skipping its MaskedArray test for exact ndarrays: the test
+    reads `np.ma`, which imports numpy.ma (~20 ms) in the first call of any kernel."""
+    from numba.core import errors
+    from numba.np import numpy_support
+
+    def typeof_ndarray(val, c):
+        if type(val) is not np.ndarray:
+            return original(val, c)
+        try:
+            dtype = numpy_support.from_dtype(val.dtype)
+        except errors.NumbaNotImplementedError:
+            return original(val, c)  # its error
+        return numba.types.Array(dtype, val.ndim, numpy_support.map_layout(val), readonly=not val.flags.writeable)
+
+    return typeof_ndarray
+
+
 if not os.environ.get("TLTOK_FULL_REFRESH"):
     numba.core.caching.Cache.load_overload = _load_overload_lean
+    numba.core.environment._rebuild_env = _rebuild_env_lean
+    _typeof_impl = numba.core.typing.typeof.typeof_impl
+    _typeof_impl.register(np.ndarray)(_typeof_plain_ndarray(_typeof_impl.dispatch(np.ndarray)))
 
 
 def prune_kernel_caches(keep: int = 3) -> list[str]:

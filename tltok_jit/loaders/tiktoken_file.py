@@ -29,10 +29,11 @@ import hashlib
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from ..errors import RankFileHashError
 from ..model import AddedToken, ModelDescription, TokenizerFileError
 from ..patterns import kind_of_pattern
 
@@ -267,6 +268,8 @@ def read_tiktoken_model(
     allow_shared_special_ids: bool = False,
     data: bytes | None = None,
     lazy: bool = False,
+    sha256: str | None = None,
+    read: Callable[[], bytes] | None = None,
 ) -> ModelDescription:
     """Read a `.tiktoken` rank file and the code-defined parts of an encoding into a ModelDescription.
 
@@ -278,6 +281,9 @@ def read_tiktoken_model(
     `data`: the file's contents if already in memory (then `path` only names it, also as `source`).
     `lazy`: parse and check the ranks when the description's `vocab` is first read (it carries a
     `digest` of the file and of these arguments for the table cache, which then never needs them).
+    `sha256` (with `lazy`): the file's published hash; the digest is made from it, and the contents
+    (`read()`, else the file at `path`) are read, and checked against it, only when `vocab` is first
+    read: a process whose tables are cached never reads the file.
     """
     src = os.fspath(path)
     ids: dict[int, str] = {}
@@ -298,13 +304,35 @@ def read_tiktoken_model(
     check = (src, name, ids, explicit_n_vocab, allow_empty_token)
     if not lazy:
         return ModelDescription(vocab=_checked_ranks(*check, data), **common)
-    if data is None:
-        with open(path, "rb") as f:
-            data = f.read()
-    h = hashlib.sha256(data)
+    if sha256 is None:
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+        sha256 = hashlib.sha256(data).hexdigest()
+        loader = functools.partial(_checked_ranks, *check, data)
+    else:
+        if read is None:
+            read = functools.partial(_read_file, src)
+        loader = functools.partial(_checked_read_ranks, check, read, sha256)
+    h = hashlib.sha256(sha256.encode())
     h.update(repr((name, sorted(ids.items()), explicit_n_vocab, allow_empty_token)).encode())
-    return ModelDescription(vocab=None, vocab_loader=functools.partial(_checked_ranks, *check, data),
-                            digest="tiktoken:" + h.hexdigest(), **common)
+    return ModelDescription(vocab=None, vocab_loader=loader, digest="tiktoken:" + h.hexdigest(), **common)
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _checked_read_ranks(check: tuple, read: Callable[[], bytes], sha256: str) -> dict[bytes, int]:
+    """_checked_ranks of `read()`, whose sha256 must still be `sha256` (the file may have changed since
+    it was verified)."""
+    data = read()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256:
+        raise RankFileHashError(f"{check[0]}: sha256 mismatch: expected {sha256}, got {actual} (the file changed "
+                                "after it was verified)")
+    return _checked_ranks(*check, data)
 
 
 def _checked_ranks(src: str, name: str, ids: dict[int, str], explicit_n_vocab: int | None,
