@@ -221,3 +221,41 @@ def test_worker_imports_this_copy_of_the_package(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-S", "-c", code], env=env, cwd=tmp_path, capture_output=True,
                          text=True, check=True).stdout
     assert Path(out.strip()).resolve() == (REPO / "tltok_jit" / "__init__.py").resolve()
+
+
+NRT_USE = """
+import glob, json, os
+import numpy as np
+from tltok_jit.kernels.jit import KERNEL_CACHE_DIR, njit
+
+@njit(cache=False)
+def ones(n):
+    return np.ones(n).sum()  # allocates: runs on numba's runtime (NRT)
+
+total = float(ones(5))
+files = glob.glob(os.path.join(KERNEL_CACHE_DIR, "nrt-*.pickle"))
+print(json.dumps({"sum": total, "files": files, "sizes": [os.path.getsize(f) for f in files],
+                  "mtimes": [os.stat(f).st_mtime_ns for f in files]}))
+"""
+
+
+def test_numba_runtime_kept_in_the_kernel_cache(tmp_path):
+    """numba's runtime helpers are compiled once and kept in the kernel cache folder; a damaged copy
+    is compiled again and replaced, never loaded."""
+    import json
+
+    env = _env(tmp_path)
+    env["TLTOK_COMPILE"] = "foreground"
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", NRT_USE], env=env, capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)
+
+    first = run()
+    assert first["sum"] == 5.0 and len(first["files"]) == 1 and first["sizes"][0] > 1000
+    assert str(tmp_path / "kernels") in first["files"][0]
+    assert run() == first  # loaded, not rewritten
+    Path(first["files"][0]).write_bytes(b"damaged")
+    third = run()
+    assert third["sum"] == 5.0 and third["files"] == first["files"] and third["sizes"][0] > 1000
+    assert third["mtimes"] != first["mtimes"]

@@ -150,8 +150,44 @@ def _typeof_plain_ndarray(original):
     return typeof_ndarray
 
 
+def _compile_nrt_functions_cached(ctx):
+    """numba.core.runtime.nrtdynmod.compile_nrt_functions, its machine code kept in the kernel cache
+    folder: numba compiles its runtime's helpers with LLVM in every process that runs a kernel (~35 ms
+    of a warm start). Keyed by numba's version and the target (CPU name and features)."""
+    import pickle
+
+    from numba.core.runtime import nrtdynmod
+
+    codegen = ctx.codegen()
+    key = hashlib.sha1(repr((numba.__version__, codegen.magic_tuple())).encode()).hexdigest()[:16]
+    path = os.path.join(KERNEL_CACHE_DIR, f"nrt-{key}.pickle")
+    try:
+        with open(path, "rb") as f:
+            state = pickle.load(f)
+    except Exception:  # noqa: BLE001 - absent or damaged: compile it (and save it) below
+        state = None
+    if state is not None:
+        return codegen.unserialize_library(state)
+    ir_mod, library = nrtdynmod.create_nrt_module(ctx)
+    library.enable_object_caching()
+    library.add_ir_module(ir_mod)
+    library.finalize()
+    try:  # written whole under another name, then renamed: a reader never sees half of it
+        fd, tmp = tempfile.mkstemp(dir=KERNEL_CACHE_DIR, prefix=".nrt-")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(library.serialize_using_object_code(), f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return library
+
+
 if not os.environ.get("TLTOK_FULL_REFRESH"):
     numba.core.caching.Cache.load_overload = _load_overload_lean
+    if CACHE and not os.environ.get("NUMBA_CACHE_DIR"):
+        import numba.core.runtime.nrtdynmod
+
+        numba.core.runtime.nrtdynmod.compile_nrt_functions = _compile_nrt_functions_cached
     numba.core.environment._rebuild_env = _rebuild_env_lean
     _typeof_impl = numba.core.typing.typeof.typeof_impl
     _typeof_impl.register(np.ndarray)(_typeof_plain_ndarray(_typeof_impl.dispatch(np.ndarray)))
