@@ -137,7 +137,9 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 w_end[nw] = qe
                 w_t[nw] = _NOT_LOOKED_UP
                 n = qe - q
-                if 1 < n <= SHORT:
+                if n == 1:
+                    w_t[nw] = byte_ids[buf[q]]  # the emit loop's fast path writes it (-1: the usual route)
+                elif n <= SHORT:  # (n >= 1: a scanner always advances)
                     k0, k1 = pack_short_at(buf, bp, q, n)
                     h = short_hash(k0, k1, n)
                     w_k0[nw] = k0
@@ -159,6 +161,12 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 q = w_end[wi]
             for wi in range(nw):
                 pe = w_end[wi]
+                t = w_t[wi]
+                if t >= 0:  # a single byte or a whole token, found above: most pieces of most text
+                    out[op] = t
+                    op += 1
+                    pos = pe
+                    continue
                 n = pe - pos
                 if n == 1:
                     out[op] = byte_ids[buf[pos]]
