@@ -202,6 +202,17 @@ def _sha256_of(path: pathlib.Path) -> str:
     return digest
 
 
+def _read_verified(path: pathlib.Path, expected: str) -> bytes:
+    """The contents of a rank file found (and hashed) earlier, hashed again as read: it may have been
+    replaced since."""
+    data = path.read_bytes()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise RankFileHashError(f"{path}: sha256 mismatch: expected {expected}, got {actual} (the file changed "
+                                "after it was verified)")
+    return data
+
+
 def _download(url: str, dest: pathlib.Path, expected: str) -> None:
     import urllib.request  # ~15 ms of imports (http, email, ssl) that a process with its files never needs
 
@@ -313,4 +324,5 @@ def load_description(name: str) -> ModelDescription:
                                        read=functools.partial(embedded_rank_data, name), **kw)
         searched.append("the package (it embeds no copy of this file)")
         local = _download_rank_file(spec, searched)
-    return read_tiktoken_model(local, lazy=True, sha256=spec.sha256, **kw)
+    return read_tiktoken_model(local, lazy=True, sha256=spec.sha256,
+                               read=functools.partial(_read_verified, local, spec.sha256), **kw)

@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from ..errors import RankFileHashError
 from ..model import AddedToken, ModelDescription, TokenizerFileError
 from ..patterns import kind_of_pattern
 
@@ -281,9 +280,9 @@ def read_tiktoken_model(
     `data`: the file's contents if already in memory (then `path` only names it, also as `source`).
     `lazy`: parse and check the ranks when the description's `vocab` is first read (it carries a
     `digest` of the file and of these arguments for the table cache, which then never needs them).
-    `sha256` (with `lazy`): the file's published hash; the digest is made from it, and the contents
-    (`read()`, else the file at `path`) are read, and checked against it, only when `vocab` is first
-    read: a process whose tables are cached never reads the file.
+    `sha256` and `read` (with `lazy`): the file's published hash, which the digest is made from, and
+    a function returning the contents checked against it (the caller's check), called only when `vocab`
+    is first read: a process whose tables are cached never reads the file.
     """
     src = os.fspath(path)
     ids: dict[int, str] = {}
@@ -312,27 +311,15 @@ def read_tiktoken_model(
         loader = functools.partial(_checked_ranks, *check, data)
     else:
         if read is None:
-            read = functools.partial(_read_file, src)
-        loader = functools.partial(_checked_read_ranks, check, read, sha256)
+            raise TypeError("read_tiktoken_model: `sha256` needs `read`, the reader that checks it")
+        loader = functools.partial(_ranks_of_read, check, read)
     h = hashlib.sha256(sha256.encode())
     h.update(repr((name, sorted(ids.items()), explicit_n_vocab, allow_empty_token)).encode())
     return ModelDescription(vocab=None, vocab_loader=loader, digest="tiktoken:" + h.hexdigest(), **common)
 
 
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def _checked_read_ranks(check: tuple, read: Callable[[], bytes], sha256: str) -> dict[bytes, int]:
-    """_checked_ranks of `read()`, whose sha256 must still be `sha256` (the file may have changed since
-    it was verified)."""
-    data = read()
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != sha256:
-        raise RankFileHashError(f"{check[0]}: sha256 mismatch: expected {sha256}, got {actual} (the file changed "
-                                "after it was verified)")
-    return _checked_ranks(*check, data)
+def _ranks_of_read(check: tuple, read: Callable[[], bytes]) -> dict[bytes, int]:
+    return _checked_ranks(*check, read())
 
 
 def _checked_ranks(src: str, name: str, ids: dict[int, str], explicit_n_vocab: int | None,
