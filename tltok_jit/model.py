@@ -90,6 +90,14 @@ class ModelDescription:
                 return vocab
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
 
+    def __getstate__(self) -> dict:
+        # a pickled description carries its vocabulary: the loader may read a file the other
+        # process (another node) does not have
+        state = dict(self.__dict__)
+        state["vocab"] = self.vocab
+        state["vocab_loader"] = None
+        return state
+
     @property
     def special_tokens(self) -> dict[str, int]:
         return {t.content: t.id for t in self.added_tokens}
