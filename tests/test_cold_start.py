@@ -175,21 +175,32 @@ def test_background_is_the_default(tmp_path, mode):
 
 WARM_USE = """
 import json, sys
+import llvmlite.binding as ll
 import numpy as np
+parsed = []
+_parse = ll.parse_bitcode
+ll.parse_bitcode = lambda data: parsed.append(len(data)) or _parse(data)
 import tltok_jit
 enc = tltok_jit.get_encoding("r50k_base")
 ids = enc.encode("hello world, warm use")
 batch = enc.encode_batch(["a b", "c d"] * 300, num_threads=2)
 text = enc.decode(ids)
 refreshed = "numba.np.polynomial" in sys.modules  # imported only by numba's registry refresh
+n_parsed = len(parsed)
 from tltok_jit.kernels.jit import njit
+from tltok_jit.kernels.utf8 import str_utf8
 
 @njit(cache=False)
 def twice(a):  # a compile after the lean loads: numba refreshes the registries itself
     return np.sum(a) * 2
 
+@njit(cache=False)
+def utf8_len(s):  # links against a kernel loaded from the cache: its bitcode is read now
+    return len(str_utf8(s)[0])
+
 print(json.dumps({"ids": ids, "batch": batch[:2], "text": text, "refreshed": refreshed,
-                  "compiled": int(twice(np.arange(4))), "refreshed_after": "numba.np.polynomial" in sys.modules}))
+                  "compiled": int(twice(np.arange(4))), "refreshed_after": "numba.np.polynomial" in sys.modules,
+                  "parsed_before": n_parsed, "linked": utf8_len("h\u00e9llo"), "parsed_after": len(parsed)}))
 """
 
 
@@ -207,6 +218,10 @@ def test_warm_process_loads_kernels_without_numbas_registry_refresh(tmp_path, ti
     assert res["batch"] == [oracle.encode("a b"), oracle.encode("c d")]
     assert not res["refreshed"], "loading cached kernels refreshed numba's registries"
     assert res["compiled"] == 12 and res["refreshed_after"]
+    # cached kernels load without parsing their bitcode (kernels/jit.py: _reduce_lazy), which a
+    # compile linking against one of them still gets
+    assert res["parsed_before"] == 0
+    assert res["linked"] == 6 and res["parsed_after"] > 0
 
 
 def test_worker_imports_this_copy_of_the_package(tmp_path, monkeypatch):

@@ -175,11 +175,84 @@ def _compile_nrt_functions_cached(ctx):
     try:  # written whole under another name, then renamed: a reader never sees half of it
         fd, tmp = tempfile.mkstemp(dir=KERNEL_CACHE_DIR, prefix=".nrt-")
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(library.serialize_using_object_code(), f)
+            pickle.dump(_lazy_state(library, library.serialize_using_object_code()), f)
         os.replace(tmp, path)
     except OSError:
         pass
     return library
+
+
+_LAZY_KIND = "tltok-object"  # numba's "object" kind, plus the defined symbols' names (see _reduce_lazy)
+
+
+def _reduce_lazy(original):
+    """numba's CompileResultCacheImpl.reduce, for this package's kernels only: the library is saved
+    with the names of the symbols it defines, under a kind of its own.
+
+    Loading a cached library, numba parses its LLVM bitcode (kept for linking it into a later
+    compile) and walks it for those names: ~13 ms of a warm process's start for the two kernels
+    and the scanner a first encode loads. With the names saved, the bitcode is parsed only if a
+    compile in the process links against the library (_unserialize_lazy). Other numba code in the
+    process keeps numba's format (its cache files must load without this package)."""
+
+    def reduce(self, cres):
+        payload = original(self, cres)
+        if payload[0][1] != "object" or not isinstance(self._locator, _KernelCacheLocator):
+            return payload
+        return (_lazy_state(cres.library, payload[0]),) + tuple(payload[1:])
+
+    return reduce
+
+
+def _lazy_state(library, state: tuple) -> tuple:
+    """numba's serialized form `state` of `library` ("object" kind), as _reduce_lazy saves it."""
+    name, _, (object_code, bitcode) = state
+    mod = library._get_module_for_linking()
+    names = tuple(sorted({gv.name for gs in (mod.functions, mod.global_variables) for gv in gs
+                          if not gv.is_declaration}))
+    return name, _LAZY_KIND, (object_code, bitcode, names)
+
+
+def _unserialize_lazy(original):
+    """CPUCodeLibrary._unserialize that also reads _reduce_lazy's kind: the machine code is loaded
+    as numba loads it, the defined names are registered from the list, and the bitcode is kept
+    unparsed until _get_module_for_linking asks for it."""
+
+    def _unserialize(cls, codegen, state):
+        name, kind, data = state
+        if kind != _LAZY_KIND:
+            return original(codegen, state)
+        object_code, shared_bitcode, names = data
+        self = codegen.create_library(name)
+        self.enable_object_caching()
+        self._set_compiled_object(object_code)
+        self._tltok_bitcode = shared_bitcode
+        self._finalize_final_module()
+        codegen._engine._defined_symbols.update(names)
+        return self
+
+    return classmethod(_unserialize)
+
+
+def _module_for_linking_lazy(original):
+    def _get_module_for_linking(self):
+        bitcode = self.__dict__.pop("_tltok_bitcode", None)
+        if bitcode is not None and self._shared_module is None:
+            import llvmlite.binding as ll
+
+            self._shared_module = ll.parse_bitcode(bitcode)
+        return original(self)
+
+    return _get_module_for_linking
+
+
+if CACHE and not os.environ.get("NUMBA_CACHE_DIR"):
+    from numba.core import codegen as _codegen
+
+    numba.core.caching.CompileResultCacheImpl.reduce = _reduce_lazy(numba.core.caching.CompileResultCacheImpl.reduce)
+    _codegen.CPUCodeLibrary._unserialize = _unserialize_lazy(_codegen.CPUCodeLibrary._unserialize)
+    _codegen.CPUCodeLibrary._get_module_for_linking = _module_for_linking_lazy(
+        _codegen.CPUCodeLibrary._get_module_for_linking)
 
 
 if not os.environ.get("TLTOK_FULL_REFRESH"):
