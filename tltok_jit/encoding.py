@@ -510,13 +510,14 @@ class Encoding:
     # ------------------------------------------------------------------ encoding one text
     def _serial_handle(self):
         """(this thread's kernels.handle address array, its merge scratch row, its id scratch of
-        _SCRATCH ids for short texts, the call handle of all three)."""
+        _SCRATCH ids for short texts, the call handle of all three, a memoryview of the id scratch:
+        a slice of it makes a list ~35 ns sooner than a slice of the array)."""
         hs = getattr(self._local, "handle", None)
         if hs is None:
             cache, work = self._serial_state()
             h = KH.handle_of(self._t, cache)
             out = np.empty(_SCRATCH, dtype=np.uint32)
-            hs = (h, work[0], out, KH.call_handle_of(h, out, work[0], self._no_added))
+            hs = (h, work[0], out, KH.call_handle_of(h, out, work[0], self._no_added), memoryview(out))
             self._local.handle = hs
         return hs
 
@@ -527,9 +528,9 @@ class Encoding:
         (a str, ASCII, short, compiled kernels, no tokenizer.json pipeline): a method call costs
         ~10 percent of the whole call."""
         try:
-            h, vals, out, call = self._local.handle
+            h, vals, out, call, _ = self._local.handle
         except AttributeError:
-            h, vals, out, call = self._serial_handle()
+            h, vals, out, call, _ = self._serial_handle()
         if not any_allowed:  # the mask is not read: everything but the text is in the call handle
             entry = _ASCII_CALL_ENTRY[0]
             if entry is None:
@@ -551,7 +552,7 @@ class Encoding:
             out, n = self._encode_short(text, amask, any_allowed)
             return out[:n].copy()
         out = np.empty(len(text), dtype=np.uint32)
-        h, vals, _, _ = self._serial_handle()
+        h, vals = self._serial_handle()[:2]
         entry = _ASCII_AT_ENTRY[0]
         if entry is None:
             n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
@@ -563,7 +564,7 @@ class Encoding:
 
     def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
         out = np.empty(len(buf), dtype=np.uint32)
-        h, vals, _, _ = self._serial_handle()
+        h, vals = self._serial_handle()[:2]
         args = (buf, h, amask, any_allowed, out, vals)
         entry = _ENCODE_AT_ENTRY[0]
         if entry is None:
@@ -685,7 +686,7 @@ class Encoding:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
-                return call[2][:entry(text, call[3])].tolist()
+                return call[4][:entry(text, call[3])].tolist()
             out, n = self._encode_short(text, policy.allowed, policy.any_allowed)
             return out[:n].tolist()
         if self._serve_interim("single"):
@@ -726,7 +727,7 @@ class Encoding:
             except AttributeError:
                 call = self._serial_handle()
             if entry is not None:  # _encode_short, inlined: ~15% of a 20-character call
-                return call[2][:entry(text, call[3])].tolist()
+                return call[4][:entry(text, call[3])].tolist()
             out, n = self._encode_short(text, self._no_added, False)
             return out[:n].tolist()
         if self._serve_interim("single"):

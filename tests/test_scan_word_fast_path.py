@@ -1,0 +1,88 @@
+"""scan.ascii_word_end, the piece loop's inline fast path for ASCII words, against every scanner: where
+it answers, each pattern's scanner ends the piece at the same byte (tested at every position of
+random and real text, and at segment ends); and whole encodes of the shapes around its edges still
+equal tiktoken's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import SHARED
+from tltok_jit.kernels import scan
+from tltok_jit.kernels.jit import njit
+from tltok_jit.unicode.classes import class_tables
+
+STAGE1, STAGE2, _ = class_tables()
+SCANNER_KINDS = list(range(scan.PAT_WHOLE))
+
+
+@njit(cache=False)
+def _fast_ends(buf, end):
+    """ascii_word_end at every position below `end` (-1 where it does not answer)."""
+    p = scan.data_ptr(buf)
+    out = np.full(end, -1, dtype=np.int64)
+    for pos in range(end):
+        out[pos] = scan.ascii_word_end(p, np.int64(pos), np.int64(end))
+    return out
+
+
+def _check(data: bytes, end: int | None = None) -> int:
+    """Compare at every position; returns how many positions the fast path answered."""
+    buf = np.frombuffer(data + b"\0" * 8, dtype=np.uint8)  # slack past `end`: loads must stay inside it
+    end = len(data) if end is None else end
+    fast = _fast_ends(buf, end)
+    answered = 0
+    for pos in range(end):
+        e = int(fast[pos])
+        if e < 0:
+            continue
+        answered += 1
+        assert pos < e <= end
+        for kind in SCANNER_KINDS:
+            got = scan.next_piece(kind, buf, pos, end, STAGE1, STAGE2)
+            assert got == e, (kind, data[pos:e], data[pos:got], data[max(0, pos - 5):e + 5])
+    return answered
+
+
+_ALPHABET = "aAbzZ Q'\n\r\t0189,.;/-_(\"é\u00a0ß中Éʼ"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=60))
+def test_fast_path_agrees_with_every_scanner(text):
+    data = text.encode("utf-8")
+    _check(data)
+    if len(data) > 2:
+        _check(data, len(data) - 1)  # a segment ending inside the text (an added token follows)
+
+
+def test_fast_path_edges():
+    cases = [b"hello", b" hello", b"Hello", b" Hello, world", b"word's", b"don't", b"Word's", b"wordWord",
+             b"HELLO", b" A b", b"abc1", b"abc_def", b"caf\xc3\xa9", b"a\xc2\xa0b", b" ", b"  word", b"x",
+             b"end.", b"tab\tword", b"line\nword", b"a/b", b"I'm", b"ab" * 40 + b"!"]
+    answered = sum(_check(c) for c in cases)
+    assert answered >= 20  # the fast path does answer (a path that never answers tests nothing)
+    fast = _fast_ends(np.frombuffer(b"word's\0\0\0\0\0\0\0\0", dtype=np.uint8), 6)
+    assert fast[0] == -1  # an apostrophe after a word: the contraction rules differ per pattern
+
+
+@pytest.mark.parametrize("name", ["english-war-and-peace.txt", "udhr/en.txt"])
+def test_fast_path_on_real_text(name):
+    path = SHARED / "corpora" / name
+    if not path.is_file():
+        pytest.skip(f"{path} missing")
+    data = path.read_bytes()[:60_000]
+    assert _check(data) > 1_000
+
+
+@pytest.mark.parametrize("encoding", ["r50k_base", "cl100k_base", "o200k_base"])
+def test_encodes_around_the_fast_path(encoding, ours, tiktoken_oracle):
+    enc, oracle = ours(encoding), tiktoken_oracle(encoding)
+    texts = ["Hello world's end", "wordWord HELLO", " A b c", "abc1 x2", "caf\u00e9 na\u00efve", "it'S we'LL",
+             "one, two; three.", "a" * 100 + "'s", "Zz" * 30, "tab\tword\nline  end"]
+    for t in texts:
+        assert enc.encode_ordinary(t) == oracle.encode_ordinary(t), t
+    assert enc.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
