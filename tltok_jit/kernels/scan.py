@@ -374,17 +374,20 @@ def _o200k_ascii(buf, pos, end, s2, a0, b):
 
 
 @njit(inline="always")
-def ascii_word_end(buf, pos, end):
-    """End of the piece at pos when it is an ASCII word, the commonest piece of English and code: an
-    optional space, an optional A-Z, then a-z+, ended by `end` or by an ASCII byte that is neither
-    a letter nor an apostrophe; else -1. Every scanner (PAT_* below PAT_WHOLE) ends such a piece
-    there: their letter alternatives come before the whitespace ones, take a space (or any
-    non-letter, non-digit) as the prefix, and stop at the first non-letter, and the contraction
-    suffixes start with the apostrophe. The piece loop tries this inline before its indirect call
-    to the pattern's scanner (the call alone costs ~6 ns a piece)."""
+def ascii_word_end(buf, pos, end, any_prefix):
+    """End of the piece at pos when it is an ASCII word, the commonest piece of English and code: a
+    prefix, an optional A-Z, then a-z+, ended by `end` or by an ASCII byte that is neither a letter
+    nor an apostrophe; else -1. The prefix is an optional space, or with `any_prefix` (the patterns
+    whose letter alternative starts with `[^\\r\\n\\p{L}\\p{N}]?`: every one but GPT-2's two) any ASCII
+    byte but a letter, a digit, CR, LF and the apostrophe. Every scanner (PAT_* below PAT_WHOLE)
+    ends such a piece there: its letter alternatives come before the whitespace and punctuation
+    ones and stop at the first non-letter, and the contractions start with the apostrophe. The
+    piece loop tries this inline before its indirect call to the pattern's scanner (the call alone
+    costs ~6 ns a piece)."""
     p = pos
     b = buf[p]
-    if b == _SP:
+    if b == _SP or (any_prefix and b < 0x80 and b != _CR and b != _LF and b != _APOS
+                    and not (0x30 <= b <= 0x39) and not (0x61 <= (b | 0x20) <= 0x7A)):
         p += 1
         if p >= end:
             return np_int(-1)
