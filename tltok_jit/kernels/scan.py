@@ -408,6 +408,56 @@ def ascii_word_end(buf, pos, end, any_prefix):
 
 
 @njit(inline="always")
+def _visible_ascii(b):
+    return 0x21 <= b <= 0x7E
+
+
+@njit(inline="always")
+def _punct_ascii(b):
+    """ASCII punctuation and symbols: visible, not a letter or a digit."""
+    return _visible_ascii(b) and not (0x30 <= b <= 0x39) and not (0x61 <= (b | 0x20) <= 0x7A)
+
+
+@njit(inline="always")
+def ascii_piece_end(buf, pos, end, any_prefix):
+    """ascii_word_end, else the end of three other common ASCII pieces that every scanner ends at the
+    same byte; else -1:
+    - an optional space and a run of punctuation ended by a space or by `end` (` ?[^\\s\\p{L}\\p{N}]+`;
+      the trailing `[\\r\\n/]*` some patterns add cannot take the space, and a letter right after
+      the run would make it a word's prefix in most patterns, so a space must end it);
+    - LF before a visible ASCII byte (`\\s*[\\r\\n]+`, `\\s*[\\r\\n]` or GPT-2's `\\s`: that LF alone);
+    - two or more spaces before a visible ASCII byte other than a digit (indentation): all but the
+      last space (`\\s+(?!\\S)`; the last one goes with what follows; SmolLM2's digit split would
+      end the regex's text at a digit and keep the run whole)."""
+    e = ascii_word_end(buf, pos, end, any_prefix)
+    if e >= 0 or pos + 1 >= end:
+        return e
+    b = buf[pos]
+    c = buf[pos + 1]
+    if b == _LF:
+        return pos + 1 if _visible_ascii(c) else np_int(-1)
+    p = pos
+    if b == _SP:
+        if c == _SP:
+            i = pos + 2
+            while i < end and buf[i] == _SP:
+                i += 1
+            if i < end and _visible_ascii(buf[i]) and not (0x30 <= buf[i] <= 0x39):
+                return i - 1
+            return np_int(-1)
+        p = pos + 1
+        b = c
+    if not _punct_ascii(b):
+        return np_int(-1)
+    i = p + 1
+    while i < end and _punct_ascii(buf[i]):
+        i += 1
+    if i >= end or buf[i] == _SP:
+        return i
+    return np_int(-1)
+
+
+@njit(inline="always")
 def _letters_ascii(buf, pos, end, s2, a0, b):
     """The letter alternative on an ASCII piece, or -1 (undecided): GPT-2's ` ?\\p{L}++` (b a space or
     a letter) and cl100k's / Llama-3's `[^\\r\\n\\p{L}\\p{N}]?\\p{L}+` (b not CR, LF or a digit)."""
