@@ -4,9 +4,9 @@ Building the tables of o200k_base runs a dozen kernels (one of them merges every
 takes most of a warm process's start-up. The result depends only on the model and on the code that
 builds it, so it is saved once, as `.npy` files, under the kernel cache folder (which is keyed by the
 kernel sources) in a folder named by a hash of the model's content and of `tables.py`; a process
-memory-maps them, and copies only the big hash tables into huge-page memory (their random probes
-would otherwise miss the TLB). A folder is written under a temporary name and renamed into place, so
-a reader never sees half of one. `TLTOK_NO_TABLE_CACHE=1` turns this off.
+memory-maps them (shared between processes through the page cache; with TLTOK_HUGE_PAGES=1 the
+big hash tables are copied into huge-page memory, see tables._on_huge_pages). A folder is written
+under a temporary name and renamed into place, so a reader never sees half of one. `TLTOK_NO_TABLE_CACHE=1` turns this off.
 """
 
 from __future__ import annotations
