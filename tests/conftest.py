@@ -61,8 +61,6 @@ TIKTOKEN_FILES = {
 FIXTURE_COPIES = {
     "tokenizers/gpt2/vocab.json": FIXTURES / "gpt2" / "vocab.json",
     "tokenizers/gpt2/merges.txt": FIXTURES / "gpt2" / "merges.txt",
-    "tokenizers/gpt2/tokenizer.json": FIXTURES / "gpt2" / "tokenizer.json",
-    "tokenizers/smollm2/tokenizer.json": FIXTURES / "smollm2" / "tokenizer.json",
     "tokenizers/tiktoken/whisper_multilingual.tiktoken": FIXTURES / "whisper" / "multilingual.tiktoken",
 }
 # Shared rank files the package embeds (tltok_jit/data/), by stem.

@@ -12,7 +12,7 @@ tiktoken (r50k_base, also gpt2; cl100k_base; o200k_base), from the rank files em
     special  encode(text, allowed_special="all")            default: ids
     decoded  decode(ids)                                     default: text
 
-Hugging Face `tokenizers` (gpt2 = fixtures/gpt2/tokenizer.json, smollm2 = fixtures/smollm2/tokenizer.json;
+Hugging Face `tokenizers` (gpt2 and smollm2: their tokenizer.json in the shared folder, see HF_FILES;
 texts with lone surrogates are left out, `tokenizers` cannot take them):
     ids           encode(text, add_special_tokens=False).ids
     with_special  encode(text, add_special_tokens=True).ids  default: ids
@@ -36,7 +36,8 @@ GOLDEN_DIR = FIXTURES / "golden"
 FORMAT = "tltok-golden/1"
 
 TIKTOKEN_NAMES = ["r50k_base", "cl100k_base", "o200k_base"]
-HF_FILES = {"gpt2": FIXTURES / "gpt2" / "tokenizer.json", "smollm2": FIXTURES / "smollm2" / "tokenizer.json"}
+# tokenizer.json files, relative to the shared folder (read from there, never copied into the repository)
+HF_FILES = {"gpt2": "tokenizers/gpt2/tokenizer.json", "smollm2": "tokenizers/smollm2/tokenizer.json"}
 
 
 def golden_path(name: str) -> Path:

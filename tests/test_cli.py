@@ -16,7 +16,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("tiktoken")
 
-from conftest import FIXTURES, REPO, SHARED, missing_reason  # noqa: E402
+from conftest import FIXTURES, REPO, SHARED, get_shared_path, missing_reason  # noqa: E402
 
 SAMPLE = FIXTURES / "sample.parquet"
 
@@ -304,7 +304,7 @@ def test_warmup_of_a_tokenizer_file(cli, capsys, tmp_path):
     from tltok_jit import warm
 
     capsys.readouterr()
-    assert cli("warmup", "--tokenizer", REPO / "fixtures" / "smollm2" / "tokenizer.json") == 0
+    assert cli("warmup", "--tokenizer", get_shared_path("tokenizers/smollm2/tokenizer.json")) == 0
     out = capsys.readouterr().out
     assert out.startswith("tltok warmup: ") and "kernels compiled/loaded in" in out
     assert "tokenizer.json" in out or "smollm2" in out.lower()

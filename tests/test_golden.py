@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import tltok_jit
+from conftest import get_shared_path
 from golden import (
     FIXTURES,
     HF_FILES,
@@ -72,10 +73,10 @@ def test_tiktoken_batches_equal_frozen_vectors(tiktoken_golden):
 
 
 def _hf_encodings():
-    yield "gpt2", "tokenizer.json", lambda: tltok_jit.from_file(HF_FILES["gpt2"])
+    yield "gpt2", "tokenizer.json", lambda: tltok_jit.from_file(get_shared_path(HF_FILES["gpt2"]))
     yield "gpt2", "vocab.json+merges.txt", lambda: tltok_jit.from_gpt2_files(
         FIXTURES / "gpt2" / "vocab.json", FIXTURES / "gpt2" / "merges.txt")
-    yield "smollm2", "tokenizer.json", lambda: tltok_jit.from_file(HF_FILES["smollm2"])
+    yield "smollm2", "tokenizer.json", lambda: tltok_jit.from_file(get_shared_path(HF_FILES["smollm2"]))
 
 
 @pytest.mark.parametrize("name,files,load", list(_hf_encodings()), ids=lambda x: x if isinstance(x, str) else "")
@@ -118,7 +119,7 @@ def test_tiktoken_vectors_name_the_published_rank_file(name):
 @pytest.mark.parametrize("name", list(HF_FILES))
 def test_hf_vectors_name_the_committed_tokenizer_file(name):
     header, _ = read_golden(name)
-    assert header["tokenizer_file_sha256"] == sha256_file(HF_FILES[name]), \
+    assert header["tokenizer_file_sha256"] == sha256_file(get_shared_path(HF_FILES[name])), \
         f"{HF_FILES[name]} changed since its vectors were frozen: run fixtures/make_golden.py"
 
 
@@ -133,7 +134,7 @@ def _oracle_records(name: str, header: dict, records: list[dict], tmp_path):
         enc = build_tiktoken_oracle(name, write_embedded_rank_file(name, tmp_path))
         return tiktoken.__version__, [tiktoken_record(enc, r["cat"], r["text"]) for r in records]
     tokenizers = pytest.importorskip("tokenizers", reason="tokenizers not installed (test extra): oracle not compared")
-    tok = tokenizers.Tokenizer.from_file(str(HF_FILES[name]))
+    tok = tokenizers.Tokenizer.from_file(str(get_shared_path(HF_FILES[name])))
     return tokenizers.__version__, [hf_record(tok, r["cat"], r["text"]) for r in records]
 
 
