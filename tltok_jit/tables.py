@@ -161,7 +161,7 @@ _HUGE = 1 << 21  # a transparent huge page
 # (o200k English 172-175 vs 168-174 MB/s, Chinese 68-69 vs 67-69, best of 5 calls, three fresh
 # processes each), while it cost every process ~7 ms at start and a private copy of ~31 MB of
 # tables that the memory-mapped table cache otherwise shares between processes.
-_HUGE_PAGES = os.environ.get("TLTOK_HUGE_PAGES", "") not in ("", "0")
+_HUGE_PAGES = os.environ.get("TLTOK_HUGE_PAGES", "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def _on_huge_pages(a: np.ndarray) -> np.ndarray:
