@@ -26,6 +26,15 @@ def test_short_texts_equal_tiktoken(name, text, ours, tiktoken_oracle):
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
+def test_lone_surrogates_leave_the_short_path_exact(name, ours, tiktoken_oracle):
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    for text in ["\ud800", "a\udfffb", "é\ud83d\ude00 x", "\ud83d\ude00", "日本\udc00語"]:
+        assert enc.encode_ordinary(text) == oracle.encode_ordinary(text)
+        assert enc.encode(text) == oracle.encode(text)
+        assert enc.count(text) == len(oracle.encode(text))
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
 def test_specials_on_the_short_path(name, ours, tiktoken_oracle):
     enc, oracle = ours(name), tiktoken_oracle(name)
     for text in ["<|endoftext|>", "a <|endoftext|> b", "<|endoftext", "< |endoftext|>", "<<|endoftext|>>",
@@ -119,19 +128,28 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     cache, work = enc._serial_state()
     h = KH.handle_of(enc._t, cache)
     out = np.empty(64, np.uint32)
+    utf8 = np.empty(64, np.uint8)
     mask = np.zeros(1, np.bool_)
     mask.flags.writeable = False
-    c = KH.call_handle_of(h, out, work[0], mask)
+    c = KH.call_handle_of(h, out, work[0], mask, utf8)
     assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
-    n = KH.encode_ascii_call("hello world", c)
+    n = KH.encode_str_call("hello world", c)
     assert out[:n].tolist() == enc.encode_ordinary("hello world")
+    n = KH.encode_str_call("héllo wörld 日本 🙂", c)
+    assert out[:n].tolist() == enc.encode_ordinary("héllo wörld 日本 🙂")
+    # longer than the scratch, or a lone surrogate: -1, the caller's general route
+    assert KH.encode_str_call("x" * 65, c) == -1
+    assert KH.encode_str_call("é" * 17, c) == -1
+    assert KH.encode_str_call("a\ud800b", c) == -1
     with pytest.raises(ValueError, match="call handle layout"):
-        KH.call_handle_of(h, out.astype(np.int64), work[0], mask)
+        KH.call_handle_of(h, out.astype(np.int64), work[0], mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):
-        KH.call_handle_of(h, out, work[0].astype(np.int32), mask)
+        KH.call_handle_of(h, out, work[0].astype(np.int32), mask, utf8)
+    with pytest.raises(ValueError, match="call handle layout"):
+        KH.call_handle_of(h, out, work[0], mask, utf8.astype(np.int8))
     with pytest.raises(ValueError, match="not a handle"):
-        KH.call_handle_of(h[:-1], out, work[0], mask)
+        KH.call_handle_of(h[:-1], out, work[0], mask, utf8)
     hot = np.ones(1, np.bool_)
     hot.flags.writeable = False
     with pytest.raises(ValueError, match="all-False"):
-        KH.call_handle_of(h, out, work[0], hot)
+        KH.call_handle_of(h, out, work[0], hot, utf8)

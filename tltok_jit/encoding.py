@@ -42,8 +42,9 @@ _CUT_SEARCH = 1 << 16  # bytes after the ideal position searched before giving u
 # without the dispatcher (resolving the argument types costs more than encoding a short string).
 _ENCODE_AT_ENTRY: list = [None]
 _ASCII_AT_ENTRY: list = [None]
-_ASCII_CALL_ENTRY: list = [None]
-# ids (<= bytes) of a text up to this length fit the per-thread scratch of Encoding._encode_short
+_STR_CALL_ENTRY: list = [None]
+# the per-thread scratch of Encoding._encode_short holds the ids (<= UTF-8 bytes <= 4 per character)
+# and the UTF-8 of a text of up to this many characters
 _SCRATCH = 4096
 _SHORT_IDS = id_decode.SHORT_IDS
 # short decodes that missed the join table (~3 us each: a kernel call, then the ids learnt) before the
@@ -227,7 +228,7 @@ class Encoding:
         # what every call runs: the kernels alone, or a tokenizer.json pipeline (normalizer, Python
         # pretokenizer, post-processor, decoder) around them
         self._pipeline = KernelPipeline(self) if hf is None else _tokenizer_json_modules()[1].HFRuntime(self, hf)
-        self._plain_ascii_ok = self._pipeline.kernels_only  # the short-call fast paths (_encode_short)
+        self._short_path_ok = self._pipeline.kernels_only  # the short-call fast paths (_encode_short)
 
     # ------------------------------------------------------------------ compiled tables (or not yet)
     @functools.cached_property
@@ -509,33 +510,37 @@ class Encoding:
 
     # ------------------------------------------------------------------ encoding one text
     def _serial_handle(self):
-        """(this thread's kernels.handle address array, its merge scratch row, its id scratch of
-        _SCRATCH ids for short texts, the call handle of all three, a memoryview of the id scratch:
-        a slice of it makes a list ~35 ns sooner than a slice of the array)."""
+        """(this thread's kernels.handle address array, its merge scratch row, its id scratch for
+        texts of up to _SCRATCH characters, the call handle of all three and a UTF-8 scratch, a
+        memoryview of the id scratch: a slice of it makes a list ~35 ns sooner than a slice of the
+        array)."""
         hs = getattr(self._local, "handle", None)
         if hs is None:
             cache, work = self._serial_state()
             h = KH.handle_of(self._t, cache)
-            out = np.empty(_SCRATCH, dtype=np.uint32)
-            hs = (h, work[0], out, KH.call_handle_of(h, out, work[0], self._no_added), memoryview(out))
+            out = np.empty(4 * _SCRATCH, dtype=np.uint32)
+            utf8 = np.empty(4 * _SCRATCH, dtype=np.uint8)
+            hs = (h, work[0], out, KH.call_handle_of(h, out, work[0], self._no_added, utf8), memoryview(out),
+                  utf8)
             self._local.handle = hs
         return hs
 
     def _encode_short(self, text: str, amask: np.ndarray, any_allowed: bool):
-        """(this thread's id scratch, n): the ids of an ASCII `text` of at most _SCRATCH characters
-        are scratch[:n], valid until this thread's next call. No output array is allocated or
-        resized (that cost more than encoding 20 characters). Callers test the conditions inline
-        (a str, ASCII, short, compiled kernels, no tokenizer.json pipeline): a method call costs
-        ~10 percent of the whole call."""
+        """(this thread's id scratch, n): the ids of a `text` of at most _SCRATCH characters (ASCII
+        when `any_allowed`) are scratch[:n], valid until this thread's next call; n = -1 when the
+        text holds a lone surrogate (the caller takes the general route, tiktoken's rule for it).
+        No output array is allocated or resized (that cost more than encoding 20 characters).
+        Callers test the conditions inline (a str, short, compiled kernels, no tokenizer.json
+        pipeline): a method call costs ~10 percent of the whole call."""
         try:
-            h, vals, out, call, _ = self._local.handle
+            h, vals, out, call = self._local.handle[:4]
         except AttributeError:
-            h, vals, out, call, _ = self._serial_handle()
+            h, vals, out, call = self._serial_handle()[:4]
         if not any_allowed:  # the mask is not read: everything but the text is in the call handle
-            entry = _ASCII_CALL_ENTRY[0]
+            entry = _STR_CALL_ENTRY[0]
             if entry is None:
-                n = KH.encode_ascii_call(text, call)
-                _ASCII_CALL_ENTRY[0] = _entry_point(KH.encode_ascii_call, (text, call))
+                n = KH.encode_str_call(text, call)
+                _STR_CALL_ENTRY[0] = _entry_point(KH.encode_str_call, (text, call))
                 return out, n
             return out, entry(text, call)
         entry = _ASCII_AT_ENTRY[0]
@@ -676,19 +681,23 @@ class Encoding:
         tltok_jit.errors.DisallowedSpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
         """
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
-                and text.isascii() and self._plain_ascii_ok and self._interim is None):  # see _encode_short
+                and self._short_path_ok and self._interim is None):  # see _encode_short
             policy = self.special_policy(allowed_special, disallowed_special)
             if policy.refused:
                 self._check_disallowed(text, None, policy)
-            entry = _ASCII_CALL_ENTRY[0]
+            entry = _STR_CALL_ENTRY[0]
             if entry is not None and not policy.any_allowed:  # _encode_short, inlined (see encode_ordinary)
                 try:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
-                return call[4][:entry(text, call[3])].tolist()
-            out, n = self._encode_short(text, policy.allowed, policy.any_allowed)
-            return out[:n].tolist()
+                n = entry(text, call[3])
+                if n >= 0:
+                    return call[4][:n].tolist()
+            elif policy.any_allowed <= text.isascii():
+                out, n = self._encode_short(text, policy.allowed, policy.any_allowed)
+                if n >= 0:
+                    return out[:n].tolist()
         if self._serve_interim("single"):
             return self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens)
         return self._to_list(self.encode_to_numpy(text, allowed_special=allowed_special,
@@ -703,11 +712,14 @@ class Encoding:
         >>> enc.count("hello world")
         2
         """
-        if (type(text) is str and len(text) <= _SCRATCH and text.isascii() and self._plain_ascii_ok
+        if (type(text) is str and len(text) <= _SCRATCH and self._short_path_ok
                 and self._interim is None):  # see _encode_short
             policy = self.special_policy(allowed_special, disallowed_special)
             self._check_disallowed(text, None, policy)
-            return self._encode_short(text, policy.allowed, policy.any_allowed)[1]
+            if policy.any_allowed <= text.isascii():
+                n = self._encode_short(text, policy.allowed, policy.any_allowed)[1]
+                if n >= 0:
+                    return n
         if self._serve_interim("single"):
             return len(self._interim_ids(text, allowed_special, disallowed_special))
         return len(self.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special))
@@ -719,17 +731,17 @@ class Encoding:
         >>> enc.encode_ordinary("hello <|endoftext|>")[:2]
         [24912, 464]
         """
-        if (num_threads is None and type(text) is str and len(text) <= _SCRATCH and text.isascii()
-                and self._plain_ascii_ok and self._interim is None):  # see _encode_short
-            entry = _ASCII_CALL_ENTRY[0]
+        if (num_threads is None and type(text) is str and len(text) <= _SCRATCH
+                and self._short_path_ok and self._interim is None):  # see _encode_short
+            entry = _STR_CALL_ENTRY[0]
             try:
                 call = self._local.handle
             except AttributeError:
                 call = self._serial_handle()
-            if entry is not None:  # _encode_short, inlined: ~15% of a 20-character call
-                return call[4][:entry(text, call[3])].tolist()
-            out, n = self._encode_short(text, self._no_added, False)
-            return out[:n].tolist()
+            # _encode_short, inlined: ~15% of a 20-character call
+            n = entry(text, call[3]) if entry is not None else self._encode_short(text, self._no_added, False)[1]
+            if n >= 0:
+                return call[4][:n].tolist()
         if self._serve_interim("single"):
             return self._interim_ids(text, (), ())
         return self._to_list(self.encode_ordinary_to_numpy(text, num_threads=num_threads))

@@ -11,15 +11,16 @@ each field of PieceCache, (address, its dimensions). The Python side keeps every
 long as the handle is used (the Encoding holds both).
 
 A call handle (`call_handle_of`) is a handle followed by (address, length) of one thread's id
-scratch, its merge scratch and the all-False added-token mask: `encode_ascii_call(s, c)` then takes
-two arguments instead of six, which
-saves ~0.35 us of numba's argument unboxing per call (a third of what a 20-character call costs
-outside the kernel).
+scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch: `encode_str_call(s, c)`
+then takes two arguments instead of six, which saves ~0.35 us of numba's argument unboxing per call
+(a third of what a 20-character call costs outside the kernel), and encodes a non-ASCII str to UTF-8
+itself (a str -> bytes -> array round trip in Python cost more than encoding 20 characters).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba.cpython.unicode import _get_code_point
 
 from .cache import PieceCache
 from .encode import encode_ordinary_spans, encode_span
@@ -37,23 +38,25 @@ _CACHE_AT = 2 * len(TABLE_DTYPES)
 HANDLE_LEN = _CACHE_AT + sum(1 + nd for _, nd in CACHE_DTYPES)
 
 
-CALL_LEN = HANDLE_LEN + 6
+CALL_LEN = HANDLE_LEN + 8
 
 
-def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: np.ndarray) -> np.ndarray:
-    """The handle `h` followed by the id scratch `out` (uint32), the merge scratch `vals` (int64) and
-    the read-only all-False added-token mask, for `encode_ascii_call`; the caller keeps the arrays
-    alive as long as the call handle."""
+def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: np.ndarray,
+                   utf8: np.ndarray) -> np.ndarray:
+    """The handle `h` followed by the id scratch `out` (uint32), the merge scratch `vals` (int64),
+    the read-only all-False added-token mask and the UTF-8 scratch `utf8` (uint8), for
+    `encode_str_call`; the caller keeps the arrays alive as long as the call handle."""
     if h.dtype != np.int64 or h.shape != (HANDLE_LEN,) or h.flags.writeable:
         raise ValueError("not a handle of handle_of")
-    for a, dt in ((out, np.uint32), (vals, np.int64)):
+    for a, dt in ((out, np.uint32), (vals, np.int64), (utf8, np.uint8)):
         if a.dtype != dt or a.ndim != 1 or not a.flags.c_contiguous or not a.flags.writeable:
             raise ValueError(f"scratch array {a.dtype}[{a.ndim}] does not match the call handle layout")
     if (no_added.dtype != np.bool_ or no_added.ndim != 1 or not no_added.flags.c_contiguous
             or no_added.flags.writeable or no_added.any()):
         raise ValueError("the added-token mask of a call handle is a read-only all-False bool[:]")
     c = np.concatenate([h, np.array([out.ctypes.data, len(out), vals.ctypes.data, len(vals),
-                                     no_added.ctypes.data, len(no_added)], dtype=np.int64)])
+                                     no_added.ctypes.data, len(no_added), utf8.ctypes.data, len(utf8)],
+                                    dtype=np.int64)])
     c.flags.writeable = False
     return c
 
@@ -89,16 +92,59 @@ def encode_ascii_at(s, h, allowed, any_allowed, out, vals):
     return encode_text_at(view_ro(_data8(s), (len(s),), np.uint8), h, allowed, any_allowed, out, vals)
 
 
+@njit(inline="always")
+def _str_utf8_into(s, u8):
+    """Write the UTF-8 of `s` to u8 (at least 4 len(s) long); returns its length, or -1 when `s` holds
+    a surrogate code point (tiktoken's rule for those, via UTF-16, is the caller's general route)."""
+    j = 0
+    for i in range(len(s)):
+        c = _get_code_point(s, i)
+        if c < 0x80:
+            u8[j] = c
+            j += 1
+        elif c < 0x800:
+            u8[j] = 0xC0 | (c >> 6)
+            u8[j + 1] = 0x80 | (c & 0x3F)
+            j += 2
+        elif c < 0x10000:
+            if 0xD800 <= c <= 0xDFFF:
+                return -1
+            u8[j] = 0xE0 | (c >> 12)
+            u8[j + 1] = 0x80 | ((c >> 6) & 0x3F)
+            u8[j + 2] = 0x80 | (c & 0x3F)
+            j += 3
+        else:
+            u8[j] = 0xF0 | (c >> 18)
+            u8[j + 1] = 0x80 | ((c >> 12) & 0x3F)
+            u8[j + 2] = 0x80 | ((c >> 6) & 0x3F)
+            u8[j + 3] = 0x80 | (c & 0x3F)
+            j += 4
+    return j
+
+
 @njit
-def encode_ascii_call(s, c):
-    """encode_ascii_at(s, h, no_added, False, out, vals) with h, out, vals and the mask read from
-    the call handle `c` (no added token allowed); returns the number of ids written to the call
-    handle's id scratch, which the caller made at least len(s) long."""
+def encode_str_call(s, c):
+    """encode_text_at(UTF-8 of s, h, no_added, False, out, vals) with h, out, vals, the mask and the
+    UTF-8 scratch read from the call handle `c` (no added token allowed); returns the number of ids
+    written to the call handle's id scratch, or -1 when the scratch is too short for `s` or `s`
+    holds a surrogate code point (the caller then takes the general route). An ASCII str is read in
+    place (its characters are its UTF-8 bytes)."""
     e = HANDLE_LEN
     out = view_rw(c[e], (c[e + 1],), np.uint32)
     vals = view_rw(c[e + 2], (c[e + 3],), np.int64)
     allowed = view_ro(c[e + 4], (c[e + 5],), np.bool_)
-    return encode_text_at(view_ro(_data8(s), (len(s),), np.uint8), c, allowed, False, out, vals)
+    n = len(s)
+    if s._is_ascii:
+        if n > len(out):
+            return -1
+        return encode_text_at(view_ro(_data8(s), (n,), np.uint8), c, allowed, False, out, vals)
+    u8 = view_rw(c[e + 6], (c[e + 7],), np.uint8)
+    if 4 * n > len(u8) or 4 * n > len(out):  # ids <= UTF-8 bytes <= 4 per character
+        return -1
+    m = _str_utf8_into(s, u8)
+    if m < 0:
+        return -1
+    return encode_text_at(view_ro(c[e + 6], (m,), np.uint8), c, allowed, False, out, vals)
 
 
 @njit
