@@ -82,23 +82,42 @@ def code_corpus(target_bytes: int = 3_000_000) -> str:
     return "".join(parts)
 
 
+# UDHR translations in scripts of 3-byte characters with long, rarely whole-token pieces: Sanskrit
+# (Devanagari), Gujarati, Lao, Dzongkha (Tibetan)
+SCRIPT_FILES = ("sa", "gu", "lo", "dz")
+WARMUP_CHARS = 1500  # of each UDHR translation, in warmup_text
+
+
+def scripts_corpus() -> str:
+    """The SCRIPT_FILES translations after their first WARMUP_CHARS characters (warmup_text's part of
+    them), whole lines only: ~103 KB no warm-up has seen."""
+    parts = []
+    for name in SCRIPT_FILES:
+        text = _read(corpora_dir() / "udhr" / f"{name}.txt")
+        rest = text[WARMUP_CHARS:]
+        parts.append(rest[rest.find("\n") + 1:])
+    return "".join(parts)
+
+
 def corpus(name: str, max_bytes: int | None = None) -> str:
-    """english | code | chinese, optionally cut to a line-aligned prefix."""
+    """english | code | chinese | scripts, optionally cut to a line-aligned prefix."""
     if name == "english":
         text = _read(corpora_dir() / "english-war-and-peace.txt")
     elif name == "chinese":
         text = _read(corpora_dir() / "chinese-sanguo-yanyi.txt")
     elif name == "code":
         text = code_corpus()
+    elif name == "scripts":
+        text = scripts_corpus()
     else:
         raise ValueError(f"unknown corpus {name!r}")
     return cut_at_line(text, max_bytes)
 
 
-CORPORA = ("english", "code", "chinese")
+CORPORA = ("english", "code", "chinese", "scripts")
 
 
-def warmup_text(max_chars_per_file: int = 1500) -> str:
+def warmup_text(max_chars_per_file: int = WARMUP_CHARS) -> str:
     """Text none of the timed inputs contains: the first `max_chars_per_file`
     characters of each UDHR translation (106 languages/scripts, sorted by
     file name) plus the first 20,000 characters of the emoji test file.  Used

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import adapters, prepare, report, runner  # noqa: E402
+from bench import adapters, data, prepare, report, runner  # noqa: E402
 
 MODES = ("whole", "long", "batch", "worst", "short", "memory", "decode")
 
@@ -37,7 +37,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                          "each --threads count; memory is opt-in: 100 MB inputs; decode: tiktoken's ids of each "
                          "corpus decoded whole, as documents in a batch and in a loop, and the short strings' "
                          "ids in a loop)")
-    ap.add_argument("--corpora", help="comma list of english,code,chinese (default all; --quick: english)")
+    ap.add_argument("--corpora", help="comma list of english,code,chinese,scripts (default all; --quick: english)")
     ap.add_argument("--max-bytes", type=int, default=None,
                     help="cut each corpus (whole and batch modes) to a line-aligned prefix of at most this many "
                          "bytes of UTF-8 (default: the whole corpus; --quick: 200,000)")
@@ -54,7 +54,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if bad:
         ap.error(f"unknown modes {sorted(bad)}")
     a.encodings = (a.encodings or ("r50k_base" if a.quick else "r50k_base,o200k_base")).split(",")
-    a.corpora = (a.corpora or ("english" if a.quick else "english,code,chinese")).split(",")
+    a.corpora = (a.corpora or ("english" if a.quick else ",".join(data.CORPORA))).split(",")
     a.libs = [x for x in a.libs.split(",") if x]
     unknown = set(a.libs) - set(adapters.ADAPTERS)
     if unknown:

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tltok_jit.kernels.merge import (LONG_PIECE, SMALL_PIECE, merge_heap, merge_heap_in, merge_linear, merge_long_blocks,
-                                     merge_piece, merge_symbols)
+from tltok_jit.kernels.merge import (LONG_PIECE, SIDE_PIECE, SMALL_PIECE, merge_heap, merge_heap_in, merge_linear,
+                                     merge_long_blocks, merge_piece, merge_side_by_side, merge_symbols)
 from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import compile_model
 
-from naive import naive_merge, pair_dict
+from naive import naive_merge, pair_dict, split_regex
 
 
 def byte_model(merges: list[tuple[bytes, bytes]]) -> ModelDescription:
@@ -312,3 +312,85 @@ def test_encode_long_piece_equals_tiktoken(name, tiktoken_oracle, ours):
     text = "".join(chr(c) for c in rng.integers(97, 123, 3 * LONG_PIECE + 17))
     text = "Start " + text + " end, and " + "a" * LONG_PIECE + "!"
     assert list(ours(name).encode_ordinary(text)) == tiktoken_oracle(name).encode_ordinary(text)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Short pieces merged side by side (merge_side_by_side, the piece loop's route for a window's misses)
+
+
+def run_side(tables, pieces: list[bytes]) -> list[list[int]]:
+    """merge_side_by_side over `pieces` (2..SIDE_PIECE bytes each) in one call: each piece's ids."""
+    k = len(pieces)
+    data = np.frombuffer(b"xyz" + b"".join(pieces) + b"w", dtype=np.uint8)  # bytes before and after
+    starts = 3 + np.cumsum([0] + [len(p) for p in pieces[:-1]]).astype(np.int64)
+    lens = np.array([len(p) for p in pieces], dtype=np.int64)
+    out = np.full(SIDE_PIECE * k, 7, dtype=np.uint32)
+    counts = np.zeros(k, dtype=np.int64)
+    scratch = [np.full(SIDE_PIECE * k, 5, dtype=np.int64) for _ in range(3)]  # not zeroed: read only once written
+    state = np.full(3 * k, 5, dtype=np.int64)
+    merge_side_by_side(data, starts, lens, k, out, counts, tables.byte_ids, tables.byte_pairs, tables.pair_slots,
+                       tables.rank_ids, *scratch, state)
+    return [out[SIDE_PIECE * j:SIDE_PIECE * j + counts[j]].tolist() for j in range(k)]
+
+
+def side_expected(model: ModelDescription, pieces: list[bytes], pairs) -> list[list[int]]:
+    return [naive_merge(symbols_of(model, p), pairs) for p in pieces]
+
+
+_SIDE_PIECES = st.lists(st.binary(min_size=2, max_size=SIDE_PIECE).map(lambda b: bytes(97 + c % 5 for c in b)),
+                        min_size=1, max_size=64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2), pieces=_SIDE_PIECES)
+def test_side_by_side_equals_naive_reference(seed, pieces):
+    model = _MODELS[seed]
+    assert run_side(_TABLES[seed], pieces) == side_expected(model, pieces, pair_dict(model))
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 1), pieces=_SIDE_PIECES.map(lambda ps: [p.replace(b"e", b"d") for p in ps]))
+def test_side_by_side_lower_rank_pairs(seed, pieces):
+    """Shuffled merge lists: a merge often makes a pair of lower rank than its own."""
+    model = _SHUFFLED[seed]
+    assert run_side(_SHUFFLED_TABLES[seed], pieces) == side_expected(model, pieces, pair_dict(model))
+
+
+def test_side_by_side_worked_examples_and_ties():
+    model = byte_model([(b"u", b"g"), (b"h", b"ug"), (b"p", b"ug")])
+    v = model.vocab
+    assert run_side(compile_model(model).tables, [b"hugs", b" pug"]) == [[v[b"hug"], v[b"s"]], [v[b" "], v[b"pug"]]]
+    model = byte_model([(b"a", b"a"), (b"aa", b"aa")])
+    v = model.vocab
+    got = run_side(compile_model(model).tables, [b"a" * n for n in (2, 3, 4, 5, 6, 16)])
+    assert got == [[v[b"aa"]], [v[b"aa"], v[b"a"]], [v[b"aaaa"]], [v[b"aaaa"], v[b"a"]], [v[b"aaaa"], v[b"aa"]],
+                   [v[b"aaaa"]] * 4]
+    # tiktoken-style ranks (rank = id, every split merges), and a merge to id 0 at rank 0
+    model = splits_model([b"abc", b"ab", b"ca", b"bb"])
+    pieces = [bytes(np.random.default_rng(s).choice(np.frombuffer(b"abc", np.uint8), 2 + s % 15)) for s in range(40)]
+    assert run_side(compile_model(model).tables, pieces) == side_expected(model, pieces, splits_pair_dict(model))
+    vocab = {b"ab": 0, **{bytes([b]): b + 1 for b in range(256)}, b"abc": 257}
+    model = ModelDescription(name="toy-id0", vocab=vocab, merges=[(b"a", b"b"), (b"ab", b"c")],
+                             pattern=R50K_PATTERN, pattern_kind="gpt2", ignore_merges=False)
+    assert run_side(compile_model(model).tables, [b"abcab", b"ab", b"ba"]) == [[257, 0], [0], [vocab[b"b"], vocab[b"a"]]]
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
+def test_side_by_side_equals_merge_piece_on_real_vocabularies(name, ours):
+    """Every distinct piece of 2..16 bytes of real text that is not a token, against merge_piece."""
+    from test_interim import corpus_texts
+
+    enc = ours(name)
+    T = enc._t
+    ranks = enc._mergeable_ranks
+    pieces = sorted({p for p in (m.encode() for t in corpus_texts() for m in split_regex(enc._pat_str).findall(t))
+                     if 2 <= len(p) <= SIDE_PIECE and p not in ranks})
+    assert len(pieces) > 300
+    want = []
+    for p in pieces:
+        syms = np.zeros(SIDE_PIECE, dtype=np.uint32)
+        n = merge_piece(np.frombuffer(p, np.uint8), 0, len(p), syms, 0, T.byte_ids, T.byte_pairs, T.pair_slots,
+                        T.rank_ids, np.zeros(64, dtype=np.int64), np.zeros(0, dtype=np.uint64), T.pair_bloom)
+        want.append(syms[:n].tolist())
+    got = [ids for i in range(0, len(pieces), 64) for ids in run_side(T, pieces[i:i + 64])]
+    assert got == want

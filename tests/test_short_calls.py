@@ -133,14 +133,14 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     mask.flags.writeable = False
     c = KH.call_handle_of(h, out, work[0], mask, utf8)
     assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
-    n = KH.encode_str_call("hello world", c)
+    n = KH.encode_str_call("hello world", c.ctypes.data)
     assert out[:n].tolist() == enc.encode_ordinary("hello world")
-    n = KH.encode_str_call("héllo wörld 日本 🙂", c)
+    n = KH.encode_str_call("héllo wörld 日本 🙂", c.ctypes.data)
     assert out[:n].tolist() == enc.encode_ordinary("héllo wörld 日本 🙂")
     # longer than the scratch, or a lone surrogate: -1, the caller's general route
-    assert KH.encode_str_call("x" * 65, c) == -1
-    assert KH.encode_str_call("é" * 17, c) == -1
-    assert KH.encode_str_call("a\ud800b", c) == -1
+    assert KH.encode_str_call("x" * 65, c.ctypes.data) == -1
+    assert KH.encode_str_call("é" * 17, c.ctypes.data) == -1
+    assert KH.encode_str_call("a\ud800b", c.ctypes.data) == -1
     with pytest.raises(ValueError, match="call handle layout"):
         KH.call_handle_of(h, out.astype(np.int64), work[0], mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):

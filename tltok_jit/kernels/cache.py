@@ -110,6 +110,13 @@ def short_slot(h):
 
 
 @njit(inline="always")
+def short_has(sc, k0, k1, n, h):
+    """True when short_get would find the piece."""
+    b = 8 * short_slot(h)
+    return sc[b] == k0 and sc[b + 1] == k1 and (sc[b + 2] >> np.uint64(32)) == np.uint64(n)
+
+
+@njit(inline="always")
 def short_get(sc, k0, k1, n, h, out, op):
     """Copy the cached ids of the piece (n bytes packed in k0, k1) to out[op:]; how many (0 = miss)."""
     b = 8 * short_slot(h)

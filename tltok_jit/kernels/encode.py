@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import uint64
 
-from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_put, short_slot
+from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_has, short_put, short_slot
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
 from .jit import borrow, njit, prefetch, stack_array
-from .merge import merge_piece
+from .merge import SIDE_PIECE, merge_piece, merge_side_by_side
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
 from .scan import PAT_GPT2, PAT_GPT2_DIGITS, PAT_WHOLE, ascii_piece_end, data_ptr, np_int, scan_pointers
 from .scanner_slots import call_scanner
@@ -28,9 +28,12 @@ _HIGH = uint64(0x8080808080808080)
 
 
 SPAN_BATCH = 256  # rows per encode_ordinary_spans call in the row kernels
-WINDOW = 64  # pieces scanned ahead of their lookups (see encode_ordinary_spans)
+WINDOW = 256  # pieces scanned ahead of their lookups (see encode_ordinary_spans)
 _NOT_LOOKED_UP = -2  # window stage marks
 _LOOK_UP = -3
+_MERGED = -16  # and below: merged side by side, at index _MERGED - mark of the window's merge scratch
+_SIDE_SCRATCH = SIDE_PIECE * WINDOW
+_SIDE_STATE = 3 * WINDOW
 
 
 @njit(inline="always")
@@ -122,6 +125,15 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     w_k1 = stack_array(WINDOW, np.uint64)
     w_h = stack_array(WINDOW, np.uint64)
     w_t = stack_array(WINDOW, np.int64)
+    # the window's pieces merged side by side (merge.merge_side_by_side) and its scratch
+    m_start = stack_array(WINDOW, np.int64)
+    m_len = stack_array(WINDOW, np.int64)
+    m_count = stack_array(WINDOW, np.int64)
+    m_out = stack_array(_SIDE_SCRATCH, np.uint32)
+    m_ids = stack_array(_SIDE_SCRATCH, np.int64)
+    m_pv = stack_array(_SIDE_SCRATCH, np.int64)
+    m_keys = stack_array(_SIDE_SCRATCH, np.int64)
+    m_state = stack_array(_SIDE_STATE, np.int64)
     for j in range(n_spans):
         pos = spans[3 * j]
         end = spans[3 * j + 1]
@@ -155,14 +167,33 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 nw += 1
                 q = qe
             q = pos
+            nc = 0  # pieces looked up that are not tokens, at m_start[:nc] (window index)
             for wi in range(nw):
                 if w_t[wi] == _LOOK_UP:
                     n = w_end[wi] - q
                     t = short_lookup(w_k0[wi], w_k1[wi], n, w_h[wi], short_vocab)
                     w_t[wi] = t
-                    if t < 0 and use_cache:
-                        prefetch(c_short, 8 * short_slot(w_h[wi]))
+                    if t < 0:
+                        if use_cache:
+                            prefetch(c_short, 8 * short_slot(w_h[wi]))
+                        m_start[nc] = wi
+                        nc += 1
                 q = w_end[wi]
+            # of those, the ones not cached either are merged side by side (their merge-table misses
+            # overlap); the emit loop copies their ids
+            nm = 0
+            for c in range(nc):
+                wi = m_start[c]
+                q = w_end[wi - 1] if wi > 0 else pos
+                n = w_end[wi] - q
+                if not use_cache or not short_has(c_short, w_k0[wi], w_k1[wi], n, w_h[wi]):
+                    m_start[nm] = q  # (nm <= c: the entry was read)
+                    m_len[nm] = n
+                    w_t[wi] = _MERGED - nm
+                    nm += 1
+            if nm > 0:
+                merge_side_by_side(buf, m_start, m_len, nm, m_out, m_count, byte_ids, byte_pairs, pair_slots, rank_ids,
+                                   m_ids, m_pv, m_keys, m_state)
             for wi in range(nw):
                 pe = w_end[wi]
                 t = w_t[wi]
@@ -172,6 +203,16 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                     pos = pe
                     continue
                 n = pe - pos
+                if t <= _MERGED:
+                    b0 = SIDE_PIECE * (_MERGED - t)
+                    m = m_count[_MERGED - t]
+                    for k in range(m):
+                        out[op + k] = m_out[b0 + k]
+                    if use_cache and m <= SHORT_IDS:
+                        short_put(c_short, w_k0[wi], w_k1[wi], n, w_h[wi], out, op, m)
+                    op += m
+                    pos = pe
+                    continue
                 if n == 1:
                     out[op] = byte_ids[buf[pos]]
                     op += 1

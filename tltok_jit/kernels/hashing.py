@@ -192,6 +192,12 @@ def pair_key(a, b):
 
 
 @njit(inline="always")
+def pair_home(k, mask):
+    """The first slot pair_lookup probes for the key k = pair_key(a, b)."""
+    return np.int64((k * uint64(_MIX)) >> uint64(24)) & mask
+
+
+@njit(inline="always")
 def pair_lookup(a, b, pair_slots, rank_ids):
     """(rank << 32 | merged id) of the pair (a, b), or -1.
 
@@ -199,7 +205,7 @@ def pair_lookup(a, b, pair_slots, rank_ids):
     rank comes from `rank_ids`, or is the rank itself when `rank_ids` is empty (tiktoken files)."""
     k = pair_key(a, b)
     mask = len(pair_slots) - 1
-    s = np.int64((k * uint64(_MIX)) >> uint64(24)) & mask
+    s = pair_home(k, mask)
     while True:
         v = pair_slots[s]
         if (v >> uint64(PAIR_RANK_BITS)) == k:
@@ -226,7 +232,7 @@ def insert_pairs(lefts, rights, ranks, ids, capacity):
     for i in range(len(lefts)):
         k = pair_key(lefts[i], rights[i])
         r = uint64(ranks[i])
-        s = np.int64((k * uint64(_MIX)) >> uint64(24)) & mask
+        s = pair_home(k, mask)
         while True:
             v = slots[s]
             if v == EMPTY_PAIR:

@@ -415,6 +415,18 @@ def readonly(typingctx, arr):
     return sig, codegen
 
 
+try:  # count leading zeros (llvm.ctlz)
+    from numba.cpython.unsafe.numbers import leading_zeros
+except ImportError:  # pragma: no cover - an internal numba helper; a binary search otherwise
+    @njit(inline="always")
+    def leading_zeros(x):
+        n = 0
+        for k in (32, 16, 8, 4, 2, 1):
+            if x < np.uint64(1) << np.uint64(64 - k):
+                n += k
+                x <<= np.uint64(k)
+        return n
+
 try:  # count trailing zeros (llvm.cttz)
     from numba.cpython.unsafe.numbers import trailing_zeros
 except ImportError:  # pragma: no cover - an internal numba helper; a de Bruijn sequence otherwise

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .hashing import bloom_may_have, pair_lookup
-from .jit import njit, trailing_zeros
+from .hashing import bloom_may_have, pair_home, pair_key, pair_lookup
+from .jit import leading_zeros, njit, prefetch, trailing_zeros
 
 NO_PAIR = np.int64(0x7FFFFFFFFFFFFFFF)
 SMALL_PIECE = 40  # linear rescan up to here; measured crossover with the heap
@@ -611,3 +611,104 @@ def merge_symbols(syms, start, n, pair_slots, rank_ids, vals):
             return merge_heap_in(syms, start, n, pair_slots, rank_ids, vals)
         return merge_heap(syms, start, n, pair_slots, rank_ids)
     return merge_long(syms, start, n, pair_slots, rank_ids)
+
+
+# ----------------------------------------------------------------------------------------------
+# Short pieces merged side by side. A piece's merge is a chain of merge-table probes, each waiting
+# for the one before it, and the table is larger than the CPU caches: merged one after another, a
+# window's pieces stall on every probe in turn. Here each piece takes one merge step in turn, and the
+# probes its step needs next are prefetched, so they arrive while the other pieces step.
+# ----------------------------------------------------------------------------------------------
+
+SIDE_PIECE = 16  # merge_side_by_side: pieces of 2 to this many bytes (a bit of a mask per byte)
+
+
+@njit(inline="always")
+def _step_key(v, i):
+    """Order of the pair at position i with packed value v: lowest rank first, then leftmost."""
+    return NO_PAIR if v == NO_PAIR else ((v >> 32) << 4) | i
+
+
+@njit(inline="always")
+def _live_after(live, x):
+    """The first position after x whose bit is set in `live`, or -1."""
+    rest = live >> (x + 1)
+    if rest == 0:
+        return np.int64(-1)
+    return x + 1 + np.int64(trailing_zeros(np.uint64(rest)))
+
+
+@njit(inline="always")
+def _prefetch_pair(a, b, pair_slots):
+    prefetch(pair_slots, pair_home(pair_key(a, b), len(pair_slots) - 1))
+
+
+@njit
+def merge_side_by_side(buf, starts, lens, k, out, counts, byte_ids, byte_pairs, pair_slots, rank_ids, ids, pv,
+                       keys, state):
+    """Merge the pieces buf[starts[j]:starts[j] + lens[j]], j < k (2 <= lens[j] <= SIDE_PIECE), as
+    merge_piece does; piece j's ids go to out[SIDE_PIECE * j:], their number to counts[j].
+
+    Scratch: ids, pv, keys int64[SIDE_PIECE * k] (per piece: the symbol at each byte position, the
+    packed value of the pair starting there, its _step_key), state int64[3 * k] (the mask of live
+    positions, 0 once done, and the two positions whose pair was prefetched and is read next)."""
+    for j in range(k):
+        b0 = SIDE_PIECE * j
+        n = lens[j]
+        pos = starts[j]
+        for i in range(SIDE_PIECE):
+            keys[b0 + i] = NO_PAIR
+        for i in range(n):
+            ids[b0 + i] = byte_ids[buf[pos + i]]
+        for i in range(n - 1):
+            v = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
+            pv[b0 + i] = v
+            keys[b0 + i] = _step_key(v, i)
+        state[3 * j] = (1 << n) - 1
+        state[3 * j + 1] = -1
+        state[3 * j + 2] = -1
+    active = k
+    while active > 0:
+        for j in range(k):
+            live = state[3 * j]
+            if live == 0:
+                continue
+            b0 = SIDE_PIECE * j
+            for s in range(3 * j + 1, 3 * j + 3):  # the pairs prefetched at this piece's last step
+                x = state[s]
+                if x >= 0:
+                    v = _pair(ids[b0 + x], ids[b0 + _live_after(live, x)], pair_slots, rank_ids)
+                    pv[b0 + x] = v
+                    keys[b0 + x] = _step_key(v, x)
+                    state[s] = -1
+            best = keys[b0]
+            for i in range(1, SIDE_PIECE):
+                best = min(best, keys[b0 + i])
+            if best == NO_PAIR:  # no pair left: the piece is done
+                m = 0
+                while live != 0:
+                    out[b0 + m] = ids[b0 + np.int64(trailing_zeros(np.uint64(live)))]
+                    m += 1
+                    live &= live - 1
+                counts[j] = m
+                state[3 * j] = 0
+                active -= 1
+                continue
+            p = best & 15
+            q = _live_after(live, p)
+            ids[b0 + p] = pv[b0 + p] & 0xFFFFFFFF
+            live ^= 1 << q
+            state[3 * j] = live
+            keys[b0 + q] = NO_PAIR
+            keys[b0 + p] = NO_PAIR
+            below = live & ((1 << p) - 1)
+            if below != 0:
+                left = 63 - np.int64(leading_zeros(np.uint64(below)))
+                _prefetch_pair(ids[b0 + left], ids[b0 + p], pair_slots)
+                keys[b0 + left] = NO_PAIR
+                state[3 * j + 1] = left
+            r = _live_after(live, p)
+            if r >= 0:
+                _prefetch_pair(ids[b0 + p], ids[b0 + r], pair_slots)
+                state[3 * j + 2] = p
+    return k

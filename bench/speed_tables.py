@@ -1,0 +1,129 @@
+"""The speed targets' four tables from one command: tltok_jit against tiktoken, gigatoken and fastokens
+(and HF tokenizers on tokenizer.json models), every number from bench/run.py's and bench/bench_hf.py's
+fresh-process workers in this run, every id checked against the oracle.
+
+    python bench/speed_tables.py                     # best of 3 processes per number (~1 h on 2 cores)
+    python bench/speed_tables.py --repeat 1 --out bench/results/speed-tables.md
+
+Tables (MB/s, or thousands of calls a second; in brackets the ratio to tiktoken in the same run;
+last column ours over the best anchor of the row):
+1. one whole text on one thread (r50k_base, o200k_base; English, code, Chinese, the UDHR scripts
+   corpus): ours `encode_ordinary`, the others their single encode;
+2. ~1.5 KB documents on two threads: ours `encode_arrow`, fastokens `encode_batch_flat`;
+3. one 20-character string per call (`encode_ordinary` in a Python loop);
+4. tokenizer.json models (Llama-3, Qwen2.5) on one thread (whole text) and two (documents), against
+   HF tokenizers and fastokens.
+The raw rows go to bench/results/ beside the Markdown (run.py's and bench_hf.py's JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import bench_hf, run  # noqa: E402
+
+ANCHORS = ("gigatoken", "fastokens")
+CORPORA = ("english", "code", "chinese", "scripts")
+ENCODINGS = ("r50k_base", "o200k_base")
+HF_MODELS = ("llama3", "qwen2.5")
+HF_CORPORA = ("english", "chinese", "code")
+
+
+def _cell(v: float | None, base: float | None) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:,.1f}" + (f" ({v / base:.1f}x)" if base else "")
+
+
+def _ours_over_best(ours: float | None, anchors: list[float | None]) -> str:
+    best = max((a for a in anchors if a is not None), default=None)
+    return "n/a" if ours is None or best is None else f"{ours / best:.2f}"
+
+
+def tiktoken_tables(rows: list[dict]) -> list[str]:
+    def mbps(mode, lib, enc, corpus, threads):
+        for r in rows:
+            if (r["mode"], r["lib"], r["encoding"], r["corpus"], r["threads"]) == (mode, lib, enc, corpus, threads):
+                if r.get("status") == "ok" and r.get("exact") is not False:
+                    return r["mbps"] / 1000 * 50 if mode == "short_loop" else r["mbps"]  # 20 B a call: k/s
+        return None
+
+    out = []
+    for title, mode, threads, ours in (("1 thread, one whole text (MB/s)", "whole", 1, "tltok_jit"),
+                                       ("2 threads, ~1.5 KB documents (MB/s; ours: encode_arrow, fastokens: "
+                                        "encode_batch_flat)", "batch", 2, "tltok_jit[arrow]")):
+        out += [f"### {title}", "", "| | tltok_jit | tiktoken | gigatoken | fastokens | ours / best anchor |",
+                "|---|---:|---:|---:|---:|---:|"]
+        for enc in ENCODINGS:
+            for corpus in CORPORA:
+                base = mbps(mode, "tiktoken", enc, corpus, threads)
+                o = mbps(mode, ours, enc, corpus, threads)
+                an = [mbps(mode, lib, enc, corpus, threads) for lib in ANCHORS]
+                out.append(f"| {enc.split('_')[0]} {corpus} | {_cell(o, base)} | {_cell(base, None)} | "
+                           f"{' | '.join(_cell(a, base) for a in an)} | {_ours_over_best(o, an)} |")
+        out.append("")
+    out += ["### 20-character strings, one call each (thousands of calls a second, `encode_ordinary`)", "",
+            "| | tltok_jit | tiktoken | gigatoken | fastokens | ours / best anchor |", "|---|---:|---:|---:|---:|---:|"]
+    for enc in ENCODINGS:
+        base = mbps("short_loop", "tiktoken", enc, "short-strings", 1)
+        o = mbps("short_loop", "tltok_jit", enc, "short-strings", 1)
+        an = [mbps("short_loop", lib, enc, "short-strings", 1) for lib in ANCHORS]
+        out.append(f"| {enc.split('_')[0]} | {_cell(o, base)} | {_cell(base, None)} | "
+                   f"{' | '.join(_cell(a, base) for a in an)} | {_ours_over_best(o, an)} |")
+    return out + [""]
+
+
+def hf_table(rows: list[dict]) -> list[str]:
+    def mbps(lib, model, corpus, mode, threads):
+        for r in rows:
+            if (r["lib"], r["model"], r["corpus"], r["mode"], r["threads"]) == (lib, model, corpus, mode, threads):
+                if "error" not in r and r.get("exact") is not False:
+                    return r["bytes"] / r["wall"] / 1e6
+        return None
+
+    out = ["### tokenizer.json models (MB/s, " + " / ".join(HF_CORPORA) + ")", "",
+           "| | tltok_jit | HF tokenizers | fastokens | ours / fastokens |", "|---|---:|---:|---:|---:|"]
+    for model in HF_MODELS:
+        for label, mode, threads in (("1 thread, whole text", "whole", 1), ("2 threads, documents", "batch", 2)):
+            cells = {lib: [mbps(lib, model, c, mode, threads) for c in HF_CORPORA]
+                     for lib in ("tltok_jit", "tokenizers", "fastokens")}
+            ratio = [_ours_over_best(o, [f]) for o, f in zip(cells["tltok_jit"], cells["fastokens"])]
+            out.append(f"| {model}, {label} | " + " | ".join(" / ".join(_cell(v, None) for v in cells[lib])
+                                                         for lib in ("tltok_jit", "tokenizers", "fastokens"))
+                       + f" | {' / '.join(ratio)} |")
+    return out + [""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3, help="best of N fresh processes per number")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed-tables.md"))
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    tik_md = out.with_name(out.stem + "-tiktoken.md")
+    hf_md = out.with_name(out.stem + "-hf.md")
+    run.main(["--libs", "tiktoken,tltok_jit,tltok_jit[arrow],gigatoken,fastokens", "--modes", "whole,batch,short",
+              "--encodings", ",".join(ENCODINGS), "--corpora", ",".join(CORPORA), "--threads", "2",
+              "--repeat", str(a.repeat), "--out", str(tik_md)])
+    bench_hf.main(["--models", ",".join(HF_MODELS), "--corpora", ",".join(HF_CORPORA), "--modes", "whole,batch",
+                   "--threads", "2", "--libs", "tokenizers,tltok_jit,fastokens", "--repeat", str(a.repeat),
+                   "--out", str(hf_md)])
+    rows = json.loads(tik_md.with_suffix(".json").read_text())["rows"]
+    hf_rows = json.loads(hf_md.with_suffix(".json").read_text())["rows"]
+    text = "\n".join(["# Speed tables", "", f"`python bench/speed_tables.py {' '.join(argv or sys.argv[1:])}`; "
+                      f"rows: `{tik_md.name}`, `{hf_md.name}` (and their .json)", "",
+                      *tiktoken_tables(rows), *hf_table(hf_rows)])
+    out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
