@@ -140,10 +140,12 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
         op0 = spans[3 * j + 2]
         op = op0
         while pos < end:
-            # A window of pieces goes through three stages: scan (and prefetch the whole-token table
+            # A window of pieces goes through four stages: scan (and prefetch the whole-token table
             # slot of each short ASCII piece), look up (and prefetch the piece cache slot of each
-            # miss), emit. Both tables are larger than the CPU caches; this way their misses overlap
-            # instead of stalling one after another.
+            # miss), merge the short misses the cache lacks too (side by side), emit. The tables are
+            # larger than the CPU caches; this way their misses overlap instead of stalling one
+            # after another. (256 pieces: a window of unseen English then has ~8 pieces to merge,
+            # enough to hide most of each merge step's probes; 64 left ~2.)
             nw = 0
             q = pos
             while nw < WINDOW and q < end:
