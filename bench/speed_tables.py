@@ -52,7 +52,7 @@ def tiktoken_tables(rows: list[dict]) -> list[str]:
         for r in rows:
             if (r["mode"], r["lib"], r["encoding"], r["corpus"], r["threads"]) == (mode, lib, enc, corpus, threads):
                 if r.get("status") == "ok" and r.get("exact") is not False:
-                    return r["mbps"] / 1000 * 50 if mode == "short_loop" else r["mbps"]  # 20 B a call: k/s
+                    return r["n_items"] / r["seconds"] / 1e3 if mode == "short_loop" else r["mbps"]
         return None
 
     out = []
@@ -105,24 +105,31 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3, help="best of N fresh processes per number")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed-tables.md"))
+    ap.add_argument("--render", action="store_true", help="only print the tables again from the JSON of an earlier run")
     a = ap.parse_args(argv)
     out = Path(a.out)
     tik_md = out.with_name(out.stem + "-tiktoken.md")
     hf_md = out.with_name(out.stem + "-hf.md")
-    run.main(["--libs", "tiktoken,tltok_jit,tltok_jit[arrow],gigatoken,fastokens", "--modes", "whole,batch,short",
-              "--encodings", ",".join(ENCODINGS), "--corpora", ",".join(CORPORA), "--threads", "2",
-              "--repeat", str(a.repeat), "--out", str(tik_md)])
-    bench_hf.main(["--models", ",".join(HF_MODELS), "--corpora", ",".join(HF_CORPORA), "--modes", "whole,batch",
-                   "--threads", "2", "--libs", "tokenizers,tltok_jit,fastokens", "--repeat", str(a.repeat),
-                   "--out", str(hf_md)])
+    if not a.render:
+        run_all(a.repeat, tik_md, hf_md)
     rows = json.loads(tik_md.with_suffix(".json").read_text())["rows"]
     hf_rows = json.loads(hf_md.with_suffix(".json").read_text())["rows"]
-    text = "\n".join(["# Speed tables", "", f"`python bench/speed_tables.py {' '.join(argv or sys.argv[1:])}`; "
+    text = "\n".join(["# Speed tables", "", f"`python bench/speed_tables.py --repeat {a.repeat} --out {a.out}`; "
                       f"rows: `{tik_md.name}`, `{hf_md.name}` (and their .json)", "",
                       *tiktoken_tables(rows), *hf_table(hf_rows)])
     out.write_text(text + "\n", encoding="utf-8")
     print(text)
     return 0
+
+
+def run_all(repeat: int, tik_md: Path, hf_md: Path) -> None:
+    """bench/run.py and bench/bench_hf.py with the tables' settings, their rows written beside tik_md / hf_md."""
+    run.main(["--libs", "tiktoken,tltok_jit,tltok_jit[arrow],gigatoken,fastokens", "--modes", "whole,batch,short",
+              "--encodings", ",".join(ENCODINGS), "--corpora", ",".join(CORPORA), "--threads", "2",
+              "--repeat", str(repeat), "--out", str(tik_md)])
+    bench_hf.main(["--models", ",".join(HF_MODELS), "--corpora", ",".join(HF_CORPORA), "--modes", "whole,batch",
+                   "--threads", "2", "--libs", "tokenizers,tltok_jit,fastokens", "--repeat", str(repeat),
+                   "--out", str(hf_md)])
 
 
 if __name__ == "__main__":
