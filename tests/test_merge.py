@@ -394,3 +394,28 @@ def test_side_by_side_equals_merge_piece_on_real_vocabularies(name, ours):
         want.append(syms[:n].tolist())
     got = [ids for i in range(0, len(pieces), 64) for ids in run_side(T, pieces[i:i + 64])]
     assert got == want
+
+
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_whole_token_rule_and_unreachable_tokens(ignore_merges):
+    """The piece loop looks each short piece up whole. With ignore_merges a token is its own id
+    (tiktoken's rule); without, only when its bytes merge to it: "abc" is a token no merge makes, so
+    there the piece "abc" is merged (ab + c) and "ab", which a merge makes, is one token."""
+    import tltok_jit
+
+    vocab = {bytes([b]): b for b in range(256)}
+    vocab[b"ab"] = 256
+    vocab[b"abc"] = 257
+    vocab[b"xy"] = 258
+    vocab[b"xyz"] = 259
+    model = ModelDescription(name="toy-unreachable", vocab=vocab, merges=[(b"a", b"b"), (b"x", b"y"), (b"xy", b"z")],
+                             pattern=R50K_PATTERN, pattern_kind="gpt2", ignore_merges=ignore_merges)
+    enc = tltok_jit.Encoding(model)
+    text = "abc ab xyz abcabc " * 50  # several windows, the piece cache warm after the first
+    want_abc = [257] if ignore_merges else [256, ord("c")]
+    got = enc.encode_ordinary(text)
+    assert got[:len(want_abc)] == want_abc
+    assert got[len(want_abc):len(want_abc) + 5] == [ord(" "), 256, ord(" "), 259, ord(" ")]
+    # "abcabc" is one piece: not a token, merged either way (ab c ab c)
+    assert got[len(want_abc) + 5:len(want_abc) + 9] == [256, ord("c"), 256, ord("c")]
+    assert enc.encode_ordinary_batch([text, "abc"], num_threads=1) == [got, want_abc]

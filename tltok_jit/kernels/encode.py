@@ -18,6 +18,7 @@ from .merge import SIDE_PIECE, merge_piece, merge_side_by_side
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
 from .scan import PAT_GPT2, PAT_GPT2_DIGITS, PAT_WHOLE, ascii_piece_end, data_ptr, np_int, scan_pointers
 from .scanner_slots import call_scanner
+from .trees import F_REACH
 
 # Tables.config slots
 CFG_PATTERN = 0
@@ -110,6 +111,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
     slp = data_ptr(T.split_l)
     srp = data_ptr(T.split_r)
     n_vocab = len(T.tok_flags)
+    tok_flags = borrow(T.tok_flags)
     psp = data_ptr(pair_slots)
     rip = data_ptr(rank_ids)
     blp = data_ptr(T.pair_bloom)
@@ -163,7 +165,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                     w_k0[nw] = k0
                     w_k1[nw] = k1
                     w_h[nw] = h
-                    if ignore_merges and (not use_chars or ((k0 | k1) & _HIGH) == 0):
+                    if not use_chars or ((k0 | k1) & _HIGH) == 0:
                         prefetch(short_vocab, SHORT_WORDS * slot_of(h, sv_mask))
                         w_t[nw] = _LOOK_UP
                 nw += 1
@@ -174,6 +176,8 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 if w_t[wi] == _LOOK_UP:
                     n = w_end[wi] - q
                     t = short_lookup(w_k0[wi], w_k1[wi], n, w_h[wi], short_vocab)
+                    if t >= 0 and not ignore_merges and (tok_flags[t] & F_REACH) == 0:
+                        t = -1  # without ignore_merges a token is the piece's BPE only if its bytes merge to it
                     w_t[wi] = t
                     if t < 0:
                         if use_cache:
