@@ -313,6 +313,20 @@ def test_batch_mixes_kernel_and_python_rows(name):
         [e.ids for e in hf.encode_batch(ascii_only, add_special_tokens=False)]
 
 
+def test_rows_with_invalid_utf8_under_nfc():
+    """encode_rows of raw bytes under an NFC normalizer (every non-ASCII row is decoded and checked):
+    a row of invalid UTF-8 is encoded as its replaced text, a non-NFC row by the Python path, and the
+    kernels' rows around them keep their places."""
+    enc, hf = pair("qwen2.5")
+    rows = [b"ok row", b"bad \xff byte e\xcc\x81", b"", "caf\u00e9 e\u0301".encode(), b"plain " * 40, b"\xc3"]
+    data = np.frombuffer(b"".join(rows), dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
+    for threads in (1, 2):
+        ids, io = enc.encode_rows(data, offsets, num_threads=threads)
+        got = [ids[io[i]:io[i + 1]].tolist() for i in range(len(rows))]
+        assert got == [hf.encode(r.decode("utf-8", "replace"), add_special_tokens=False).ids for r in rows]
+
+
 @pytest.mark.parametrize("name", FILES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(st.characters(codec="utf-8"), max_size=40))

@@ -331,46 +331,38 @@ class HFRuntime(KernelPipeline):
         if self.pipe.char_level:
             return self._encode_rows_char_level(arr, offsets, valid, amask, any_allowed)
         suspect = self._suspect_rows(arr, offsets)
-        if suspect is not None and not suspect[np.asarray(valid, dtype=bool)].any():
-            # no row can differ from the kernels' result: no Python strings at all
-            return self.kernels.encode_rows_kernels(arr, offsets, valid, amask, any_allowed, num_threads)
-        raw = arr.tobytes()
-        o = offsets.tolist()
-        texts = [raw[o[r]:o[r + 1]] for r in range(n)]
-        results: list[np.ndarray | None] = [None] * n
-        plain_rows = []
-        for r in range(n):
-            if not valid[r]:
-                results[r] = np.empty(0, dtype=np.uint32)
-                continue
-            if suspect is not None and not suspect[r]:
-                plain_rows.append(r)
-                continue
-            b = texts[r]
+        live = np.asarray(valid, dtype=bool)
+        check = np.flatnonzero(live if suspect is None else suspect & live)
+        # rows the kernels cannot encode exactly, by the text path; every other row stays in `arr` and
+        # goes to the kernels in one parallel call (no per-row Python objects but for the checked rows)
+        python_rows: dict[int, np.ndarray] = {}
+        for r in check.tolist():
+            b = arr[offsets[r]:offsets[r + 1]].tobytes()
             try:
                 t = b.decode("utf-8")
             except UnicodeDecodeError:  # as encode() of the replaced text
                 t = b.decode("utf-8", "replace")
-                b = texts[r] = t.encode("utf-8")
-            if self.text_is_plain(t, b):
-                plain_rows.append(r)
-            else:
-                results[r] = self.encode_text_path(b, amask, any_allowed)
-        if plain_rows:
-            rows = [texts[r] for r in plain_rows]
-            lengths = np.fromiter((len(x) for x in rows), dtype=np.int64, count=len(rows))
-            po = np.zeros(len(rows) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=po[1:])
-            pdata = np.frombuffer(b"".join(rows), dtype=np.uint8)
-            ids, io = self.kernels.encode_rows_kernels(pdata, po, np.ones(len(rows), dtype=np.uint8), amask,
-                                                       any_allowed, num_threads)
-            io = io.tolist()
-            for k, r in enumerate(plain_rows):
-                results[r] = ids[io[k]:io[k + 1]]
-        lens = np.fromiter((len(x) for x in results), dtype=np.int64, count=n)
+                python_rows[r] = self.encode_text_path(t.encode("utf-8"), amask, any_allowed)
+                continue
+            if not self.text_is_plain(t, b):
+                python_rows[r] = self.encode_text_path(b, amask, any_allowed)
+        if not python_rows:
+            return self.kernels.encode_rows_kernels(arr, offsets, valid, amask, any_allowed, num_threads)
+        kernel_valid = live.astype(np.uint8)
+        kernel_valid[list(python_rows)] = 0
+        ids, io = self.kernels.encode_rows_kernels(arr, offsets, kernel_valid, amask, any_allowed, num_threads)
+        lens = np.diff(io)
+        for r, res in python_rows.items():
+            lens[r] = len(res)
         new_offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=new_offsets[1:])
-        flat = np.concatenate(results).astype(np.uint32, copy=False) if n else np.empty(0, dtype=np.uint32)
+        flat = np.empty(int(new_offsets[-1]), dtype=np.uint32)
+        done = 0  # rows before this one are in flat
+        for r in sorted(python_rows):  # the kernels' rows between them are contiguous in ids
+            flat[new_offsets[done]:new_offsets[r]] = ids[io[done]:io[r]]
+            flat[new_offsets[r]:new_offsets[r + 1]] = python_rows[r]
+            done = r + 1
+        flat[new_offsets[done]:] = ids[io[done]:]
         return flat, new_offsets
 
     def encode_arrow(self, array, *, num_threads, allowed_special, disallowed_special, errors, large_list,
