@@ -143,7 +143,7 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
         op = op0
         while pos < end:
             # A window of pieces goes through four stages: scan (and prefetch the whole-token table
-            # slot of each short ASCII piece), look up (and prefetch the piece cache slot of each
+            # slot of each short piece the character route does not take), look up (and prefetch the piece cache slot of each
             # miss), merge the short misses the cache lacks too (side by side), emit. The tables are
             # larger than the CPU caches; this way their misses overlap instead of stalling one
             # after another. (256 pieces: a window of unseen English then has ~8 pieces to merge,
