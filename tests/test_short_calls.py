@@ -3,6 +3,8 @@ special-token policy, count(), and one long text split over the cores."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -133,14 +135,22 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     mask.flags.writeable = False
     c = KH.call_handle_of(h, out, work[0], mask, utf8)
     assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
-    n = KH.encode_str_call("hello world", c.ctypes.data)
+    n = KH.encode_str_call("hello world", c.ctypes.data, False)
     assert out[:n].tolist() == enc.encode_ordinary("hello world")
-    n = KH.encode_str_call("héllo wörld 日本 🙂", c.ctypes.data)
+    n = KH.encode_str_call("héllo wörld 日本 🙂", c.ctypes.data, False)
     assert out[:n].tolist() == enc.encode_ordinary("héllo wörld 日本 🙂")
     # longer than the scratch, or a lone surrogate: -1, the caller's general route
-    assert KH.encode_str_call("x" * 65, c.ctypes.data) == -1
-    assert KH.encode_str_call("é" * 17, c.ctypes.data) == -1
-    assert KH.encode_str_call("a\ud800b", c.ctypes.data) == -1
+    assert KH.encode_str_call("x" * 65, c.ctypes.data, False) == -1
+    assert KH.encode_str_call("é" * 17, c.ctypes.data, False) == -1
+    assert KH.encode_str_call("a\ud800b", c.ctypes.data, False) == -1
+    # as a list made by the kernel: a new list of exact ints, owned by the caller alone; None for the
+    # general route
+    for text in ("hello world", "héllo wörld 日本 🙂", "", "x" * 64):
+        ids = KH.encode_str_call(text, c.ctypes.data, True)
+        assert type(ids) is list and all(type(i) is int for i in ids)
+        assert ids == enc.encode_ordinary(text) and sys.getrefcount(ids) == 2
+    assert KH.encode_str_call("x" * 65, c.ctypes.data, True) is None
+    assert KH.encode_str_call("a\ud800b", c.ctypes.data, True) is None
     with pytest.raises(ValueError, match="call handle layout"):
         KH.call_handle_of(h, out.astype(np.int64), work[0], mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):
@@ -153,3 +163,36 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     hot.flags.writeable = False
     with pytest.raises(ValueError, match="all-False"):
         KH.call_handle_of(h, out, work[0], hot, utf8)
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
+def test_short_path_texts_that_release_the_gil(name, ours, tiktoken_oracle):
+    """Texts past KH.GIL_HELD_CHARS (the kernel encodes them without the GIL) up to the scratch's
+    size, from several threads at once: each thread's ids equal tiktoken's."""
+    import threading
+
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    rng = np.random.default_rng(7)
+    words = ["the", " cat", " 日本語", "  ", "\n", " héllo", "42", "!?", " Ωμέγα", "🙂"]
+    texts = ["".join(rng.choice(words, size=k)) for k in (60, 100, 300, 900)]
+    texts = [t for t in texts if len(t) > KH.GIL_HELD_CHARS] + ["x" * (KH.GIL_HELD_CHARS + 1)]
+    assert texts
+    want = [oracle.encode_ordinary(t) for t in texts]
+    errors = []
+
+    def run():
+        try:
+            for _ in range(50):
+                for t, w in zip(texts, want):
+                    if enc.encode_ordinary(t) != w or enc.count(t) != len(w):
+                        errors.append(t)
+                        return
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:1]

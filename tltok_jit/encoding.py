@@ -46,6 +46,8 @@ _STR_CALL_ENTRY: list = [None]
 # the per-thread scratch of Encoding._encode_short holds the ids (<= UTF-8 bytes <= 4 per character)
 # and the UTF-8 of a text of up to this many characters
 _SCRATCH = 4096
+# the default `allowed_special` of encode and count: tiktoken's defaults are then told by identity
+_NOTHING_ALLOWED: frozenset = frozenset()
 _SHORT_IDS = id_decode.SHORT_IDS
 # short decodes that missed the join table (~3 us each: a kernel call, then the ids learnt) before the
 # whole table is built (45-100 ms here): a process that decodes a few short lists never pays for it,
@@ -482,6 +484,11 @@ class Encoding:
             raise_disallowed_special_token(m.group())
 
     @functools.cached_property
+    def _refuse_all(self) -> SpecialPolicy:
+        """The policy of tiktoken's default arguments: no special token allowed, every one refused."""
+        return self.special_policy()
+
+    @functools.cached_property
     def _added_first_chars(self) -> str | None:
         """The first characters of the added tokens; None when one starts with U+FFFD (a lone
         surrogate in the text becomes U+FFFD before matching, so the text itself would not tell)."""
@@ -512,8 +519,7 @@ class Encoding:
     def _serial_handle(self):
         """(this thread's kernels.handle address array, its merge scratch row, its id scratch for
         texts of up to _SCRATCH characters, the address of the call handle of all three and a UTF-8
-        scratch, a memoryview of the id scratch (a slice of it makes a list ~35 ns sooner than a
-        slice of the array), the UTF-8 scratch, the call handle)."""
+        scratch, the UTF-8 scratch, the call handle)."""
         hs = getattr(self._local, "handle", None)
         if hs is None:
             cache, work = self._serial_state()
@@ -521,7 +527,7 @@ class Encoding:
             out = np.empty(4 * _SCRATCH, dtype=np.uint32)
             utf8 = np.empty(4 * _SCRATCH, dtype=np.uint8)
             call = KH.call_handle_of(h, out, work[0], self._no_added, utf8)
-            hs = (h, work[0], out, call.ctypes.data, memoryview(out), utf8, call)
+            hs = (h, work[0], out, call.ctypes.data, utf8, call)
             self._local.handle = hs
         return hs
 
@@ -539,10 +545,10 @@ class Encoding:
         if not any_allowed:  # the mask is not read: everything but the text is in the call handle
             entry = _STR_CALL_ENTRY[0]
             if entry is None:
-                n = KH.encode_str_call(text, call)
-                _STR_CALL_ENTRY[0] = _entry_point(KH.encode_str_call, (text, call))
+                n = KH.encode_str_call(text, call, False)
+                _STR_CALL_ENTRY[0] = _entry_point(KH.encode_str_call, (text, call, False))
                 return out, n
-            return out, entry(text, call)
+            return out, entry(text, call, False)
         entry = _ASCII_AT_ENTRY[0]
         if entry is None:
             n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
@@ -655,7 +661,7 @@ class Encoding:
         ids, _ = self.encode_rows(data, offsets, num_threads=len(cuts), amask=amask, any_allowed=any_allowed)
         return ids
 
-    def encode(self, text: str, *, allowed_special: AllowedSpecial = set(),
+    def encode(self, text: str, *, allowed_special: AllowedSpecial = _NOTHING_ALLOWED,
                disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False,
                num_threads: int | None = None) -> list[int]:
         """tiktoken's `encode`: special tokens in `allowed_special` become their ids; any other special
@@ -681,19 +687,23 @@ class Encoding:
         """
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
                 and self._short_path_ok and self._interim is None):  # see _encode_short
-            policy = self.special_policy(allowed_special, disallowed_special)
-            if policy.refused:
+            if allowed_special is _NOTHING_ALLOWED and disallowed_special == "all":
+                # tiktoken's defaults, the usual call: a special token in the text is refused
+                policy = self._refuse_all if self._may_hold_added(text) else None
+            else:
+                policy = self.special_policy(allowed_special, disallowed_special)
+            if policy is not None and policy.refused:
                 self._check_disallowed(text, None, policy)
             entry = _STR_CALL_ENTRY[0]
-            if entry is not None and not policy.any_allowed:  # _encode_short, inlined (see encode_ordinary)
+            if entry is not None and (policy is None or not policy.any_allowed):  # _encode_short, inlined
                 try:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
-                n = entry(text, call[3])
-                if n >= 0:
-                    return call[4][:n].tolist()
-            elif policy.any_allowed <= text.isascii():
+                ids = entry(text, call[3], True)
+                if ids is not None:
+                    return ids
+            elif (policy := policy or self._refuse_all).any_allowed <= text.isascii():
                 out, n = self._encode_short(text, policy.allowed, policy.any_allowed)
                 if n >= 0:
                     return out[:n].tolist()
@@ -703,7 +713,7 @@ class Encoding:
                                                   disallowed_special=disallowed_special,
                                                   add_special_tokens=add_special_tokens, num_threads=num_threads))
 
-    def count(self, text: str, *, allowed_special: AllowedSpecial = set(),
+    def count(self, text: str, *, allowed_special: AllowedSpecial = _NOTHING_ALLOWED,
               disallowed_special: DisallowedSpecial = "all") -> int:
         """`len(encode(text, ...))` without building the list.
 
@@ -713,9 +723,22 @@ class Encoding:
         """
         if (type(text) is str and len(text) <= _SCRATCH and self._short_path_ok
                 and self._interim is None):  # see _encode_short
-            policy = self.special_policy(allowed_special, disallowed_special)
-            self._check_disallowed(text, None, policy)
-            if policy.any_allowed <= text.isascii():
+            if allowed_special is _NOTHING_ALLOWED and disallowed_special == "all":  # as in encode
+                policy = self._refuse_all if self._may_hold_added(text) else None
+            else:
+                policy = self.special_policy(allowed_special, disallowed_special)
+            if policy is not None and policy.refused:
+                self._check_disallowed(text, None, policy)
+            entry = _STR_CALL_ENTRY[0]
+            if entry is not None and (policy is None or not policy.any_allowed):  # _encode_short, inlined
+                try:
+                    call = self._local.handle
+                except AttributeError:
+                    call = self._serial_handle()
+                n = entry(text, call[3], False)
+                if n >= 0:
+                    return n
+            elif (policy := policy or self._refuse_all).any_allowed <= text.isascii():
                 n = self._encode_short(text, policy.allowed, policy.any_allowed)[1]
                 if n >= 0:
                     return n
@@ -737,10 +760,15 @@ class Encoding:
                 call = self._local.handle
             except AttributeError:
                 call = self._serial_handle()
-            # _encode_short, inlined: ~15% of a 20-character call
-            n = entry(text, call[3]) if entry is not None else self._encode_short(text, self._no_added, False)[1]
-            if n >= 0:
-                return call[4][:n].tolist()
+            # _encode_short, inlined: ~15% of a 20-character call; the kernel makes the list
+            if entry is not None:
+                ids = entry(text, call[3], True)
+                if ids is not None:
+                    return ids
+            else:
+                out, n = self._encode_short(text, self._no_added, False)
+                if n >= 0:
+                    return out[:n].tolist()
         if self._serve_interim("single"):
             return self._interim_ids(text, (), ())
         return self._to_list(self.encode_ordinary_to_numpy(text, num_threads=num_threads))

@@ -26,6 +26,7 @@ from .cache import PieceCache
 from .encode import encode_ordinary_spans, encode_span
 from .jit import njit, stack_array, view_ro, view_rw
 from .layout import Tables
+from .pyresult import acquire_gil, id_list, py_int, py_none, release_gil
 from .utf8 import str_data8 as _data8
 
 # dtype of each Tables field, in order (tables.Tables); handle_of checks the arrays against it
@@ -39,6 +40,9 @@ HANDLE_LEN = _CACHE_AT + sum(1 + nd for _, nd in CACHE_DTYPES)
 
 
 CALL_LEN = HANDLE_LEN + 8
+# encode_str_call keeps the GIL for a text of at most this many characters: releasing and taking it
+# back costs ~35 ns, a few percent of a short call, and gives nothing to other threads that short
+GIL_HELD_CHARS = 256
 
 
 def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: np.ndarray,
@@ -122,31 +126,55 @@ def _str_utf8_into(s, u8):
     return j
 
 
-@njit
-def encode_str_call(s, ca):
-    """encode_text_at(UTF-8 of s, h, no_added, False, out, vals) with h, out, vals, the mask and the
-    UTF-8 scratch read from the call handle at address `ca` (an int: it unboxes in a fraction of an
-    array's time; the caller keeps call_handle_of's array alive); no added token is allowed. Returns
-    the number of ids written to the call handle's id scratch, or -1 when the scratch is too short
-    for `s` or `s` holds a surrogate code point (the caller then takes the general route). An ASCII
-    str is read in place (its characters are its UTF-8 bytes)."""
-    c = view_ro(ca, (CALL_LEN,), np.int64)
+@njit(inline="always")
+def _str_call_ids(s, c, out, vals):
+    """encode_text_at of the UTF-8 of `s` into `out` with the rest read from the call handle `c`, the
+    GIL released while a long text is encoded; the number of ids, or -1 (see encode_str_call)."""
     e = HANDLE_LEN
-    out = view_rw(c[e], (c[e + 1],), np.uint32)
-    vals = view_rw(c[e + 2], (c[e + 3],), np.int64)
     allowed = view_ro(c[e + 4], (c[e + 5],), np.bool_)
     n = len(s)
     if s._is_ascii:
         if n > len(out):
             return -1
-        return encode_text_at(view_ro(_data8(s), (n,), np.uint8), c, allowed, False, out, vals)
-    u8 = view_rw(c[e + 6], (c[e + 7],), np.uint8)
-    if 4 * n > len(u8) or 4 * n > len(out):  # ids <= UTF-8 bytes <= 4 per character
-        return -1
-    m = _str_utf8_into(s, u8)
-    if m < 0:
-        return -1
-    return encode_text_at(view_ro(c[e + 6], (m,), np.uint8), c, allowed, False, out, vals)
+        buf = view_ro(_data8(s), (n,), np.uint8)
+    else:
+        u8 = view_rw(c[e + 6], (c[e + 7],), np.uint8)
+        if 4 * n > len(u8) or 4 * n > len(out):  # ids <= UTF-8 bytes <= 4 per character
+            return -1
+        m = _str_utf8_into(s, u8)
+        if m < 0:
+            return -1
+        buf = view_ro(c[e + 6], (m,), np.uint8)
+    if n <= GIL_HELD_CHARS:
+        return encode_text_at(buf, c, allowed, False, out, vals)
+    state = release_gil()
+    k = encode_text_at(buf, c, allowed, False, out, vals)
+    acquire_gil(state)
+    return k
+
+
+@njit(nogil=False)
+def encode_str_call(s, ca, as_list):
+    """encode_text_at(UTF-8 of s, h, no_added, False, out, vals) with h, out, vals, the mask and the
+    UTF-8 scratch read from the call handle at address `ca` (an int: it unboxes in a fraction of an
+    array's time; the caller keeps call_handle_of's array alive); no added token is allowed.
+
+    Returns, when `as_list`, a new list of the ids, or None when the general route must answer (the
+    scratch is too short for `s`, or `s` holds a surrogate code point); else the number of ids
+    written to the call handle's id scratch, -1 for the general route. An ASCII str is read in
+    place (its characters are its UTF-8 bytes). The kernel holds the GIL (it makes the result
+    objects, see pyresult.py) except while it encodes a text of more than GIL_HELD_CHARS
+    characters; the call handle's scratch is one thread's."""
+    c = view_ro(ca, (CALL_LEN,), np.int64)
+    e = HANDLE_LEN
+    out = view_rw(c[e], (c[e + 1],), np.uint32)
+    vals = view_rw(c[e + 2], (c[e + 3],), np.int64)
+    n = _str_call_ids(s, c, out, vals)
+    if not as_list:
+        return py_int(n)
+    if n < 0:
+        return py_none()
+    return id_list(out, n)
 
 
 @njit
