@@ -483,6 +483,20 @@ class Encoding:
         elif (m := policy.finder.search(text)) is not None:
             raise_disallowed_special_token(m.group())
 
+    def _short_call_policy(self, text: str, allowed_special: AllowedSpecial,
+                           disallowed_special: DisallowedSpecial) -> SpecialPolicy | None:
+        """The policy of a short call of encode or count, after refusing what it refuses in `text`;
+        None for tiktoken's defaults on a text that holds no added token (the usual call)."""
+        if allowed_special is _NOTHING_ALLOWED and disallowed_special == "all":
+            if not self._may_hold_added(text):
+                return None
+            policy = self._refuse_all
+        else:
+            policy = self.special_policy(allowed_special, disallowed_special)
+        if policy.refused:
+            self._check_disallowed(text, None, policy)
+        return policy
+
     @functools.cached_property
     def _refuse_all(self) -> SpecialPolicy:
         """The policy of tiktoken's default arguments: no special token allowed, every one refused."""
@@ -687,13 +701,7 @@ class Encoding:
         """
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
                 and self._short_path_ok and self._interim is None):  # see _encode_short
-            if allowed_special is _NOTHING_ALLOWED and disallowed_special == "all":
-                # tiktoken's defaults, the usual call: a special token in the text is refused
-                policy = self._refuse_all if self._may_hold_added(text) else None
-            else:
-                policy = self.special_policy(allowed_special, disallowed_special)
-            if policy is not None and policy.refused:
-                self._check_disallowed(text, None, policy)
+            policy = self._short_call_policy(text, allowed_special, disallowed_special)
             entry = _STR_CALL_ENTRY[0]
             if entry is not None and (policy is None or not policy.any_allowed):  # _encode_short, inlined
                 try:
@@ -723,12 +731,7 @@ class Encoding:
         """
         if (type(text) is str and len(text) <= _SCRATCH and self._short_path_ok
                 and self._interim is None):  # see _encode_short
-            if allowed_special is _NOTHING_ALLOWED and disallowed_special == "all":  # as in encode
-                policy = self._refuse_all if self._may_hold_added(text) else None
-            else:
-                policy = self.special_policy(allowed_special, disallowed_special)
-            if policy is not None and policy.refused:
-                self._check_disallowed(text, None, policy)
+            policy = self._short_call_policy(text, allowed_special, disallowed_special)
             entry = _STR_CALL_ENTRY[0]
             if entry is not None and (policy is None or not policy.any_allowed):  # _encode_short, inlined
                 try:
