@@ -12,9 +12,10 @@ long as the handle is used (the Encoding holds both).
 
 A call handle (`call_handle_of`) is a handle followed by (address, length) of one thread's id
 scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch: `encode_str_call(s, address
-of c)` then takes two arguments instead of six, which saves ~0.35 us of numba's argument unboxing per call
-(a third of what a 20-character call costs outside the kernel), and encodes a non-ASCII str to UTF-8
-itself (a str -> bytes -> array round trip in Python cost more than encoding 20 characters).
+of c, as_list)` then takes three scalar arguments instead of six arrays, which saves ~0.35 us of numba's
+argument unboxing per call (a third of what a 20-character call costs outside the kernel), encodes a
+non-ASCII str to UTF-8 itself (a str -> bytes -> array round trip in Python cost more than encoding 20
+characters) and returns the list of ids or their count itself (pyresult.py).
 """
 
 from __future__ import annotations
