@@ -25,6 +25,13 @@ def test_short_texts_equal_tiktoken(name, text, ours, tiktoken_oracle):
     assert enc.encode_ordinary(text) == oracle.encode_ordinary(text)
     assert enc.encode(text, disallowed_special=()) == oracle.encode(text, disallowed_special=())
     assert enc.count(text, disallowed_special=()) == len(oracle.encode(text, disallowed_special=()))
+    try:  # tiktoken's defaults: the shared call handle's path
+        want = oracle.encode(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            enc.encode(text)
+    else:
+        assert enc.encode(text) == want and enc.count(text) == len(want)
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
@@ -135,22 +142,22 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     mask.flags.writeable = False
     c = KH.call_handle_of(h, out, work[0], mask, utf8)
     assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
-    n = KH.encode_str_call("hello world", c.ctypes.data, False)
+    n = KH.encode_str_call(c.ctypes.data, False, "hello world")
     assert out[:n].tolist() == enc.encode_ordinary("hello world")
-    n = KH.encode_str_call("héllo wörld 日本 🙂", c.ctypes.data, False)
+    n = KH.encode_str_call(c.ctypes.data, False, "héllo wörld 日本 🙂")
     assert out[:n].tolist() == enc.encode_ordinary("héllo wörld 日本 🙂")
     # longer than the scratch, or a lone surrogate: -1, the caller's general route
-    assert KH.encode_str_call("x" * 65, c.ctypes.data, False) == -1
-    assert KH.encode_str_call("é" * 17, c.ctypes.data, False) == -1
-    assert KH.encode_str_call("a\ud800b", c.ctypes.data, False) == -1
+    assert KH.encode_str_call(c.ctypes.data, False, "x" * 65) == -1
+    assert KH.encode_str_call(c.ctypes.data, False, "é" * 17) == -1
+    assert KH.encode_str_call(c.ctypes.data, False, "a\ud800b") == -1
     # as a list made by the kernel: a new list of exact ints, owned by the caller alone; None for the
     # general route
     for text in ("hello world", "héllo wörld 日本 🙂", "", "x" * 64):
-        ids = KH.encode_str_call(text, c.ctypes.data, True)
+        ids = KH.encode_str_call(c.ctypes.data, True, text)
         assert type(ids) is list and all(type(i) is int for i in ids)
         assert ids == enc.encode_ordinary(text) and sys.getrefcount(ids) == 2
-    assert KH.encode_str_call("x" * 65, c.ctypes.data, True) is None
-    assert KH.encode_str_call("a\ud800b", c.ctypes.data, True) is None
+    assert KH.encode_str_call(c.ctypes.data, True, "x" * 65) is None
+    assert KH.encode_str_call(c.ctypes.data, True, "a\ud800b") is None
     with pytest.raises(ValueError, match="call handle layout"):
         KH.call_handle_of(h, out.astype(np.int64), work[0], mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):
@@ -196,3 +203,65 @@ def test_short_path_texts_that_release_the_gil(name, ours, tiktoken_oracle):
     for t in threads:
         t.join()
     assert not errors, errors[:1]
+
+
+def test_shared_call_handle_refuses_texts_encoded_without_the_gil(ours):
+    """A shared call handle is never used with the GIL released: past KH.GIL_HELD_CHARS characters
+    the kernel gives the general-route answer, even when the text fits its scratch."""
+    enc = ours("r50k_base")
+    cache, work = enc._serial_state()
+    h = KH.handle_of(enc._t, cache)
+    n_out = 4 * KH.GIL_HELD_CHARS + 64
+    out, utf8 = np.empty(n_out, np.uint32), np.empty(n_out, np.uint8)
+    mask = np.zeros(1, np.bool_)
+    mask.flags.writeable = False
+    ca = KH.call_handle_of(h, out, work[0], mask, utf8, shared=True)
+    at = ca.ctypes.data
+    edge = "ab " * (KH.GIL_HELD_CHARS // 3) + "x" * (KH.GIL_HELD_CHARS % 3)
+    assert len(edge) == KH.GIL_HELD_CHARS
+    assert KH.encode_str_call(at, True, edge) == enc.encode_ordinary(edge)
+    assert KH.encode_str_call(at, True, edge + "y") is None
+    assert KH.encode_str_call(at, False, edge + "y") == -1
+    assert KH.encode_str_call(at, True, "é" * (KH.GIL_HELD_CHARS + 1)) is None
+    private = KH.call_handle_of(h, out, work[0], mask, utf8)
+    assert KH.encode_str_call(private.ctypes.data, True, edge + "y") == enc.encode_ordinary(edge + "y")
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
+def test_shared_short_calls_from_several_threads(name, ours, tiktoken_oracle):
+    """encode_ordinary, encode and count with tiktoken's defaults on texts of up to
+    KH.GIL_HELD_CHARS characters share one call handle per Encoding (the kernel holds the GIL):
+    four threads at once get tiktoken's ids, and a special token in the text is still refused."""
+    import threading
+
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    rng = np.random.default_rng(11)
+    words = ["the", " cat", " 日本語", "  ", "\n", " héllo", "42", "!?", " Ωμέγα", "🙂", "<", "|>"]
+    texts = ["".join(rng.choice(words, size=k)) for k in rng.integers(1, 60, size=200)]
+    texts = [t for t in texts if len(t) <= KH.GIL_HELD_CHARS]
+    want = [oracle.encode(t) for t in texts]
+    enc.encode_ordinary(texts[0])
+    enc.encode_ordinary(texts[1])
+    assert enc._held_state is not None  # the shared path is the one under test
+    errors = []
+
+    def run():
+        try:
+            for _ in range(20):
+                for t, w in zip(texts, want):
+                    if enc.encode_ordinary(t) != w or enc.encode(t) != w or enc.count(t) != len(w):
+                        errors.append(t)
+                        return
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:1]
+    with pytest.raises(ValueError, match="disallowed special token"):
+        enc.encode("a <|endoftext|>")
+    with pytest.raises(ValueError, match="disallowed special token"):
+        enc.count("a <|endoftext|>")

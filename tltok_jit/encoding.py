@@ -43,6 +43,8 @@ _CUT_SEARCH = 1 << 16  # bytes after the ideal position searched before giving u
 _ENCODE_AT_ENTRY: list = [None]
 _ASCII_AT_ENTRY: list = [None]
 _STR_CALL_ENTRY: list = [None]
+_HELD_CHARS = KH.GIL_HELD_CHARS  # a text of up to this many characters may use the shared call handle
+_HELD_INSTALL = threading.Lock()
 # the per-thread scratch of Encoding._encode_short holds the ids (<= UTF-8 bytes <= 4 per character)
 # and the UTF-8 of a text of up to this many characters
 _SCRATCH = 4096
@@ -53,6 +55,16 @@ _SHORT_IDS = id_decode.SHORT_IDS
 # whole table is built (45-100 ms here): a process that decodes a few short lists never pays for it,
 # one that decodes many unseen ids pays it once, after about a tenth of its cost in misses
 _JOIN_MISSES_BEFORE_WHOLE_TABLE = 2048
+
+
+def _held_ids_not_ready(text):
+    """Encoding._held_ids until the shared call handle is made: the general route's answer."""
+    return None
+
+
+def _held_count_not_ready(text):
+    """Encoding._held_count until the shared call handle is made: the general route's answer."""
+    return -1
 
 
 def _entry_point(dispatcher, args):
@@ -221,6 +233,11 @@ class Encoding:
         self._sorted_tokens: list[bytes] | None = None  # token_byte_values(), built on first use
         self._policies: dict[tuple[bool, bool], SpecialPolicy] = {}  # see special_policy
         self._local = threading.local()
+        # ids / count of a text of up to _HELD_CHARS characters with tiktoken's defaults: the compiled
+        # encode_str_call bound to this Encoding's shared call handle (see _install_held_calls)
+        self._held_ids = _held_ids_not_ready
+        self._held_count = _held_count_not_ready
+        self._held_state = None
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
         self._join_table = None  # id_decode's per-id bytes for short decodes, learnt as ids come
@@ -509,6 +526,15 @@ class Encoding:
         firsts = {t[0] for t in self._special_tokens}
         return None if "\ufffd" in firsts else "".join(sorted(firsts))
 
+    @functools.cached_property
+    def _added_first_char(self) -> str:
+        """The first character of every added token when they share one (`c not in text` then
+        proves the text holds none); else "" (in every text: the caller takes its general test)."""
+        firsts = self._added_first_chars
+        if firsts == "":  # no added token: a lone surrogate, which texts seldom hold (and then lose nothing)
+            return "\udfff"
+        return firsts if firsts is not None and len(firsts) == 1 else ""
+
     def _may_hold_added(self, text: str) -> bool:
         """False when `text` cannot contain an added token (none of their first characters is in
         it): the common case, decided without calling a kernel."""
@@ -545,6 +571,23 @@ class Encoding:
             self._local.handle = hs
         return hs
 
+    def _install_held_calls(self, entry) -> None:
+        """Bind _held_ids and _held_count to the compiled encode_str_call `entry` and one call handle
+        shared by every thread (call_handle_of's `shared`): the kernel holds the GIL for the texts it
+        takes with it, so no two calls use its scratch at once, and a call skips looking up its
+        thread's handle (~10% of a 20-character call). Made once; the arrays live as long as self."""
+        with _HELD_INSTALL:
+            if self._held_state is not None:
+                return
+            cache, work = new_cache(1), K.new_work(1)
+            h = KH.handle_of(self._t, cache)
+            out = np.empty(4 * _HELD_CHARS, dtype=np.uint32)
+            utf8 = np.empty(4 * _HELD_CHARS, dtype=np.uint8)
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True)
+            self._held_state = (cache, work, h, out, utf8, call)
+            self._held_ids = functools.partial(entry, call.ctypes.data, True)
+            self._held_count = functools.partial(entry, call.ctypes.data, False)
+
     def _encode_short(self, text: str, amask: np.ndarray, any_allowed: bool):
         """(this thread's id scratch, n): the ids of a `text` of at most _SCRATCH characters (ASCII
         when `any_allowed`) are scratch[:n], valid until this thread's next call; n = -1 when the
@@ -559,10 +602,10 @@ class Encoding:
         if not any_allowed:  # the mask is not read: everything but the text is in the call handle
             entry = _STR_CALL_ENTRY[0]
             if entry is None:
-                n = KH.encode_str_call(text, call, False)
-                _STR_CALL_ENTRY[0] = _entry_point(KH.encode_str_call, (text, call, False))
+                n = KH.encode_str_call(call, False, text)
+                _STR_CALL_ENTRY[0] = _entry_point(KH.encode_str_call, (call, False, text))
                 return out, n
-            return out, entry(text, call, False)
+            return out, entry(call, False, text)
         entry = _ASCII_AT_ENTRY[0]
         if entry is None:
             n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
@@ -699,16 +742,24 @@ class Encoding:
         ...
         tltok_jit.errors.DisallowedSpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
         """
+        if (type(text) is str and len(text) <= _HELD_CHARS and allowed_special is _NOTHING_ALLOWED
+                and disallowed_special == "all" and self._added_first_char not in text
+                and num_threads is None and not add_special_tokens):  # tiktoken's defaults, no added token
+            ids = self._held_ids(text)
+            if ids is not None:
+                return ids
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
                 and self._short_path_ok and self._interim is None):  # see _encode_short
             policy = self._short_call_policy(text, allowed_special, disallowed_special)
             entry = _STR_CALL_ENTRY[0]
             if entry is not None and (policy is None or not policy.any_allowed):  # _encode_short, inlined
+                if self._held_state is None:
+                    self._install_held_calls(entry)
                 try:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
-                ids = entry(text, call[3], True)
+                ids = entry(call[3], True, text)
                 if ids is not None:
                     return ids
             elif (policy := policy or self._refuse_all).any_allowed <= text.isascii():
@@ -729,16 +780,23 @@ class Encoding:
         >>> enc.count("hello world")
         2
         """
+        if (type(text) is str and len(text) <= _HELD_CHARS and allowed_special is _NOTHING_ALLOWED
+                and disallowed_special == "all" and self._added_first_char not in text):
+            n = self._held_count(text)  # tiktoken's defaults, no added token
+            if n >= 0:
+                return n
         if (type(text) is str and len(text) <= _SCRATCH and self._short_path_ok
                 and self._interim is None):  # see _encode_short
             policy = self._short_call_policy(text, allowed_special, disallowed_special)
             entry = _STR_CALL_ENTRY[0]
             if entry is not None and (policy is None or not policy.any_allowed):  # _encode_short, inlined
+                if self._held_state is None:
+                    self._install_held_calls(entry)
                 try:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
-                n = entry(text, call[3], False)
+                n = entry(call[3], False, text)
                 if n >= 0:
                     return n
             elif (policy := policy or self._refuse_all).any_allowed <= text.isascii():
@@ -756,6 +814,10 @@ class Encoding:
         >>> enc.encode_ordinary("hello <|endoftext|>")[:2]
         [24912, 464]
         """
+        if type(text) is str and len(text) <= _HELD_CHARS and num_threads is None:
+            ids = self._held_ids(text)
+            if ids is not None:
+                return ids
         if (num_threads is None and type(text) is str and len(text) <= _SCRATCH
                 and self._short_path_ok and self._interim is None):  # see _encode_short
             entry = _STR_CALL_ENTRY[0]
@@ -765,7 +827,9 @@ class Encoding:
                 call = self._serial_handle()
             # _encode_short, inlined: ~15% of a 20-character call; the kernel makes the list
             if entry is not None:
-                ids = entry(text, call[3], True)
+                if self._held_state is None:
+                    self._install_held_calls(entry)
+                ids = entry(call[3], True, text)
                 if ids is not None:
                     return ids
             else:

@@ -11,8 +11,9 @@ each field of PieceCache, (address, its dimensions). The Python side keeps every
 long as the handle is used (the Encoding holds both).
 
 A call handle (`call_handle_of`) is a handle followed by (address, length) of one thread's id
-scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch: `encode_str_call(s, address
-of c, as_list)` then takes three scalar arguments instead of six arrays, which saves ~0.35 us of numba's
+scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch: `encode_str_call(address
+of c, as_list, s)` then takes three scalar arguments instead of six arrays (in this order so that
+`functools.partial(entry point, address, as_list)` is a one-argument C call), which saves ~0.35 us of numba's
 argument unboxing per call (a third of what a 20-character call costs outside the kernel), encodes a
 non-ASCII str to UTF-8 itself (a str -> bytes -> array round trip in Python cost more than encoding 20
 characters) and returns the list of ids or their count itself (pyresult.py).
@@ -40,17 +41,19 @@ _CACHE_AT = 2 * len(TABLE_DTYPES)
 HANDLE_LEN = _CACHE_AT + sum(1 + nd for _, nd in CACHE_DTYPES)
 
 
-CALL_LEN = HANDLE_LEN + 8
+CALL_LEN = HANDLE_LEN + 9
 # encode_str_call keeps the GIL for a text of at most this many characters: releasing and taking it
 # back costs ~35 ns, a few percent of a short call, and gives nothing to other threads that short
 GIL_HELD_CHARS = 256
 
 
 def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: np.ndarray,
-                   utf8: np.ndarray) -> np.ndarray:
+                   utf8: np.ndarray, *, shared: bool = False) -> np.ndarray:
     """The handle `h` followed by the id scratch `out` (uint32), the merge scratch `vals` (int64),
     the read-only all-False added-token mask and the UTF-8 scratch `utf8` (uint8), for
-    `encode_str_call`; the caller keeps the arrays alive as long as the call handle."""
+    `encode_str_call`; the caller keeps the arrays alive as long as the call handle. A `shared`
+    call handle serves several threads: encode_str_call then refuses (the general-route answer) a
+    text it would encode with the GIL released, so no two calls ever use its scratch at once."""
     if h.dtype != np.int64 or h.shape != (HANDLE_LEN,) or h.flags.writeable:
         raise ValueError("not a handle of handle_of")
     for a, dt in ((out, np.uint32), (vals, np.int64), (utf8, np.uint8)):
@@ -60,7 +63,8 @@ def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: n
             or no_added.flags.writeable or no_added.any()):
         raise ValueError("the added-token mask of a call handle is a read-only all-False bool[:]")
     c = np.concatenate([h, np.array([out.ctypes.data, len(out), vals.ctypes.data, len(vals),
-                                     no_added.ctypes.data, len(no_added), utf8.ctypes.data, len(utf8)],
+                                     no_added.ctypes.data, len(no_added), utf8.ctypes.data, len(utf8),
+                                     int(shared)],
                                     dtype=np.int64)])
     c.flags.writeable = False
     return c
@@ -148,6 +152,8 @@ def _str_call_ids(s, c, out, vals):
         buf = view_ro(c[e + 6], (m,), np.uint8)
     if n <= GIL_HELD_CHARS:
         return encode_text_at(buf, c, allowed, False, out, vals)
+    if c[e + 8] != 0:  # a shared call handle (call_handle_of) is only used with the GIL held
+        return -1
     state = release_gil()
     k = encode_text_at(buf, c, allowed, False, out, vals)
     acquire_gil(state)
@@ -155,7 +161,7 @@ def _str_call_ids(s, c, out, vals):
 
 
 @njit(nogil=False)
-def encode_str_call(s, ca, as_list):
+def encode_str_call(ca, as_list, s):
     """encode_text_at(UTF-8 of s, h, no_added, False, out, vals) with h, out, vals, the mask and the
     UTF-8 scratch read from the call handle at address `ca` (an int: it unboxes in a fraction of an
     array's time; the caller keeps call_handle_of's array alive); no added token is allowed.
@@ -165,7 +171,7 @@ def encode_str_call(s, ca, as_list):
     written to the call handle's id scratch, -1 for the general route. An ASCII str is read in
     place (its characters are its UTF-8 bytes). The kernel holds the GIL (it makes the result
     objects, see pyresult.py) except while it encodes a text of more than GIL_HELD_CHARS
-    characters; the call handle's scratch is one thread's."""
+    characters; the call handle's scratch is one thread's, or a shared one used with the GIL held."""
     c = view_ro(ca, (CALL_LEN,), np.int64)
     e = HANDLE_LEN
     out = view_rw(c[e], (c[e + 1],), np.uint32)
