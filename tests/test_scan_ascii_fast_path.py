@@ -21,15 +21,28 @@ SCANNER_KINDS = list(range(scan.PAT_WHOLE))
 
 
 ANY_PREFIX = {kind: kind not in (scan.PAT_GPT2, scan.PAT_GPT2_DIGITS) for kind in SCANNER_KINDS}  # as the piece loop
+TAILS = {scan.PAT_GPT2: scan.TAIL_NONE, scan.PAT_GPT2_DIGITS: scan.TAIL_NONE, scan.PAT_CL100K: scan.TAIL_CRLF,
+         scan.PAT_LLAMA3: scan.TAIL_CRLF, scan.PAT_QWEN2: scan.TAIL_CRLF, scan.PAT_O200K: scan.TAIL_CRLF_SLASH,
+         scan.PAT_TEKKEN: scan.TAIL_CRLF_SLASH}  # read off each pattern's punctuation alternative
 
 
 @njit(cache=False)
-def _fast_ends(buf, end, any_prefix):
+def _tail_of(kind):
+    return scan.ascii_tail(kind)
+
+
+def test_every_scanner_kind_has_its_tail():
+    assert sorted(TAILS) == SCANNER_KINDS
+    assert all(_tail_of(k) == TAILS[k] for k in SCANNER_KINDS)
+
+
+@njit(cache=False)
+def _fast_ends(buf, end, any_prefix, tail):
     """ascii_piece_end at every position below `end` (-1 where it does not answer)."""
     p = scan.data_ptr(buf)
     out = np.full(end, -1, dtype=np.int64)
     for pos in range(end):
-        out[pos] = scan.ascii_piece_end(p, np.int64(pos), np.int64(end), any_prefix)
+        out[pos] = scan.ascii_piece_end(p, np.int64(pos), np.int64(end), any_prefix, tail)
     return out
 
 
@@ -37,10 +50,13 @@ def _check(data: bytes, end: int | None = None) -> int:
     """Compare at every position; returns how many positions the fast path answered."""
     buf = np.frombuffer(data + b"\0" * 8, dtype=np.uint8)  # slack past `end`: loads must stay inside it
     end = len(data) if end is None else end
-    fast = {flag: _fast_ends(buf, end, flag) for flag in (False, True)}
+    fast = {}
     answered = 0
     for kind in SCANNER_KINDS:
-        ends = fast[ANY_PREFIX[kind]]
+        key = (ANY_PREFIX[kind], TAILS[kind])
+        if key not in fast:
+            fast[key] = _fast_ends(buf, end, *key)
+        ends = fast[key]
         for pos in range(end):
             e = int(ends[pos])
             if e < 0:
@@ -54,7 +70,8 @@ def _check(data: bytes, end: int | None = None) -> int:
 
 # weighted: runs of spaces, words and punctuation next to digits, LF and non-ASCII letters
 _PIECES = ["a", "z", "A", "Z", "Q", " ", " ", " ", " ", "'", "\n", "\n", "\r", "\t", "0", "1", "9", ",", ".", ";", "/",
-           "-", "_", "(", '"', "é", "\u00a0", "ß", "中", "É", "ʼ", "\x0b", "\x1c", "ab", "Word", "  ", "1 "]
+           "-", "_", "(", '"', "é", "\u00a0", "ß", "中", "É", "ʼ", "\x0b", "\x1c", "ab", "Word", "  ", "1 ",
+           "):\n", "\n\n", "\n    ", "._", "\x01", "\x7f", "\x0c", "…", "\u0301", "'s", "/\n"]
 
 
 @settings(max_examples=600, deadline=None)
@@ -70,14 +87,23 @@ def test_fast_path_edges():
     cases = [b"  12", b"   1 x", b" 1", b"\n1", b"    return x", b"  \tx", b"   \n", b"  ", b"a,\nb", b"a, b", b"x = 1", b" -- ", b"\nfoo", b"\n\nfoo",
              b"\n ", b"..", b"', x", b"(self.x)", b"._name", b"\tword", b"'sam", b"0abc", b"-Word", b"\x1fword", b"hello", b" hello", b"Hello", b" Hello, world", b"word's", b"don't", b"Word's", b"wordWord",
              b"HELLO", b" A b", b"abc1", b"abc_def", b"caf\xc3\xa9", b"a\xc2\xa0b", b" ", b"  word", b"x",
-             b"end.", b"tab\tword", b"line\nword", b"a/b", b"I'm", b"ab" * 40 + b"!"]
+             b"end.", b"tab\tword", b"line\nword", b"a/b", b"I'm", b"ab" * 40 + b"!",
+             b"def f(x):\n    return x._y\n\n\n    z", b"a):\r\n  b", b"x.\n/\n y", b"((x", b" ('s", b"''s", b"(\x01",
+             b"(\tx", b"(\x0bx", b"(\x0c", b":\n/x", b" .x", b".1", b"..2", b"\n\n\t x", b"\n\n  \n x", b"\n\n  ",
+             b"(\xe2\x80\xa6", b"(\xcc\x81x", b" (\n", b"a;\r\rb", b"\n \xc2\xa0x"]
     answered = sum(_check(c) for c in cases)
     assert answered >= 20  # the fast path does answer (a path that never answers tests nothing)
-    fast = _fast_ends(np.frombuffer(b"word's\0\0\0\0\0\0\0\0", dtype=np.uint8), 6, True)
+    fast = _fast_ends(np.frombuffer(b"word's\0\0\0\0\0\0\0\0", dtype=np.uint8), 6, True, scan.TAIL_CRLF)
     assert fast[0] == -1  # an apostrophe after a word: the contraction rules differ per pattern
     buf = np.frombuffer(b"(self) 'sam\0\0\0\0\0\0\0\0", dtype=np.uint8)
-    assert _fast_ends(buf, 11, True)[0] == 5 and _fast_ends(buf, 11, False)[0] == -1  # "(self": one piece in o200k
-    assert _fast_ends(buf, 11, True)[7] == -1  # "'sam": cl100k takes the contraction "'s" first
+    assert _fast_ends(buf, 11, True, scan.TAIL_CRLF)[0] == 5  # "(self": one piece in o200k
+    assert _fast_ends(buf, 11, False, scan.TAIL_NONE)[0] == -1
+    assert _fast_ends(buf, 11, True, scan.TAIL_CRLF)[7] == -1  # "'sam": cl100k takes the contraction "'s" first
+    code = b"):\n    x._y\n\n  z\0\0\0\0\0\0\0\0"
+    o200k = _fast_ends(np.frombuffer(code, dtype=np.uint8), len(code) - 8, True, scan.TAIL_CRLF_SLASH)
+    assert o200k[0] == 3 and o200k[8] == 10 and o200k[11] == 13  # "):\n", "._", "\n\n" before indentation
+    gpt2 = _fast_ends(np.frombuffer(code, dtype=np.uint8), len(code) - 8, False, scan.TAIL_NONE)
+    assert gpt2[0] == 2 and gpt2[11] == -1  # GPT-2: "):" then LF; "\n\n  " is its own kind of piece
 
 
 @pytest.mark.parametrize("name", ["english-war-and-peace.txt", "udhr/en.txt"])
@@ -97,3 +123,11 @@ def test_encodes_around_the_fast_path(encoding, ours, tiktoken_oracle):
     for t in texts:
         assert enc.encode_ordinary(t) == oracle.encode_ordinary(t), t
     assert enc.encode_ordinary_batch(texts) == oracle.encode_ordinary_batch(texts)
+
+
+def test_fast_path_on_real_code():
+    """Python source (the standard library's argparse): LF runs before indentation, `):` + LF, `._`."""
+    import argparse
+
+    data = open(argparse.__file__, "rb").read()[:60_000]
+    assert _check(data) > 5_000

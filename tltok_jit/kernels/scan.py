@@ -418,14 +418,33 @@ def _punct_ascii(b):
     return _visible_ascii(b) and not (0x30 <= b <= 0x39) and not (0x61 <= (b | 0x20) <= 0x7A)
 
 
+# what the punctuation alternative of a pattern adds after its run (ascii_piece_end's `tail`), and
+# whether an LF run is a piece of its own (`\s*[\r\n]+` / `\s*[\r\n]` before `\s+(?!\S)`)
+TAIL_NONE = 0  # GPT-2's ` ?[^\s\p{L}\p{N}]++`
+TAIL_CRLF = 1  # cl100k, Llama-3, Qwen2: `[\r\n]*`
+TAIL_CRLF_SLASH = 2  # o200k, Tekken: `[\r\n/]*`
+
+
 @njit(inline="always")
-def ascii_piece_end(buf, pos, end, any_prefix):
-    """ascii_word_end, else the end of three other common ASCII pieces that every scanner ends at the
-    same byte; else -1:
-    - an optional space and a run of punctuation ended by a space or by `end` (` ?[^\\s\\p{L}\\p{N}]+`;
-      the trailing `[\\r\\n/]*` some patterns add cannot take the space, and a letter right after
-      the run would make it a word's prefix in most patterns, so a space must end it);
+def ascii_tail(kind):
+    """The TAIL_* of a pattern kind below PAT_WHOLE."""
+    if kind == PAT_GPT2 or kind == PAT_GPT2_DIGITS:
+        return TAIL_NONE
+    if kind == PAT_O200K or kind == PAT_TEKKEN:
+        return TAIL_CRLF_SLASH
+    return TAIL_CRLF
+
+
+@njit(inline="always")
+def ascii_piece_end(buf, pos, end, any_prefix, tail):
+    """ascii_word_end, else the end of three other common ASCII pieces that every scanner of the
+    kind (any_prefix, tail: see ascii_word_end and TAIL_*) ends at the same byte; else -1:
+    - an optional space and a run of punctuation (` ?[^\\s\\p{L}\\p{N}]+`), ended by a space, a
+      tab, VT, FF, a digit, `end`, a letter (unless the run is one character without the space: a
+      word's prefix in most patterns), or CR/LF (with the pattern's tail, `[\\r\\n]*` or
+      `[\\r\\n/]*`, when it has one): the piece of code's `._`, `):` + LF, `, `;
     - LF before a visible ASCII byte (`\\s*[\\r\\n]+`, `\\s*[\\r\\n]` or GPT-2's `\\s`: that LF alone);
+      with a tail, a run of LF before spaces and a visible ASCII byte (indented code): the LF run;
     - two or more spaces before a visible ASCII byte other than a digit (indentation): all but the
       last space (`\\s+(?!\\S)`; the last one goes with what follows; SmolLM2's digit split would
       end the regex's text at a digit and keep the run whole)."""
@@ -435,7 +454,20 @@ def ascii_piece_end(buf, pos, end, any_prefix):
     b = buf[pos]
     c = buf[pos + 1]
     if b == _LF:
-        return pos + 1 if _visible_ascii(c) else np_int(-1)
+        if _visible_ascii(c):
+            return pos + 1
+        if tail == TAIL_NONE:
+            return np_int(-1)
+        i = pos + 1
+        while i < end and buf[i] == _LF:
+            i += 1
+        j = i
+        while j < end and buf[j] == _SP:
+            j += 1
+        # the whitespace run ends at j with no CR/LF after the LF run: its last CR/LF ends the piece
+        if j < end and _visible_ascii(buf[j]):
+            return i
+        return np_int(-1)
     p = pos
     if b == _SP:
         if c == _SP:
@@ -452,9 +484,20 @@ def ascii_piece_end(buf, pos, end, any_prefix):
     i = p + 1
     while i < end and _punct_ascii(buf[i]):
         i += 1
-    if i >= end or buf[i] == _SP:
+    if i >= end:
         return i
-    return np_int(-1)
+    t = buf[i]
+    if t == _SP or t == 0x09 or t == 0x0B or t == 0x0C or 0x30 <= t <= 0x39:
+        return i
+    if 0x61 <= (t | 0x20) <= 0x7A:
+        return i if i - pos >= 2 else np_int(-1)
+    if t == _LF or t == _CR:
+        if tail == TAIL_NONE:
+            return i
+        while i < end and (buf[i] == _LF or buf[i] == _CR or (tail == TAIL_CRLF_SLASH and buf[i] == _SLASH)):
+            i += 1
+        return i
+    return np_int(-1)  # a control byte or a non-ASCII character: it may continue the run
 
 
 @njit(inline="always")
