@@ -169,6 +169,8 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                     if not use_chars or ((k0 | k1) & _HIGH) == 0:
                         prefetch(short_vocab, SHORT_WORDS * slot_of(h, sv_mask))
                         w_t[nw] = _LOOK_UP
+                    elif use_cache:  # the character route looks in the short piece cache first
+                        prefetch(c_short, 8 * short_slot(h))
                 nw += 1
                 q = qe
             q = pos
@@ -232,11 +234,20 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                 else:
                     k0 = k1 = uint64(0)
                 # pieces of multi-byte characters: merged from whole characters when provably exact,
-                # before the whole-token lookup and the cache (both miss the CPU caches on such text; a
-                # piece that is one token comes out as that token, unless the token is unreachable)
+                # before the whole-token lookup and the long-piece cache (both miss the CPU caches on
+                # such text; a piece that is one token comes out as that token, unless the token is
+                # unreachable); a short one is looked up in the short piece cache first
                 chars = (use_chars and n <= CHAR_PIECE
                          and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
                 if chars:
+                    if short and use_cache:
+                        # words of alphabetic scripts recur (Cyrillic, Greek, Hangul, Indic words of a
+                        # few letters): a hit costs one cache line, merging them again far more
+                        m = short_get(c_short, k0, k1, n, w_h[wi], out, op)
+                        if m > 0:
+                            op += m
+                            pos = pe
+                            continue
                     m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
                                           psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom), wkp,
                                           len(work), cpp, len(c_pairs))
@@ -250,6 +261,8 @@ def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
                             if t >= 0:  # a token that merging its bytes does not give: the whole-token rule
                                 out[op] = t
                                 m = 1
+                        if short and use_cache and m <= SHORT_IDS:
+                            short_put(c_short, k0, k1, n, w_h[wi], out, op, m)
                         op += m
                         pos = pe
                         continue
