@@ -16,7 +16,7 @@ import numpy as np
 
 from . import encode as K
 from .column_cuts import find_cut
-from .jit import fetch_add, njit
+from .jit import borrow, fetch_add, njit
 from .utf8 import decode_cp
 
 LAYOUT_OFFSETS = 0  # string / binary / large_*: data[off[r]:off[r+1]]
@@ -236,13 +236,15 @@ def _run_block(k, w, bufs, T, cache, job):
     r1 = rstart[k + 1]
     heads[k] = 0
     hits[k, 0] = -1
-    buf = bufs[0]
+    # borrowed: the typed list's arrays share one reference count between the workers, and the
+    # validation loop updates it around every multi-byte character (a contended atomic on two threads)
+    buf = borrow(bufs[0])
     if r0 > 0 and np.int64(off[r0]) > lo:
         h = r0 - 1
         hs = np.int64(off[h])
         bi, ps = row_src(layout, views, off, h)
         if layout != LAYOUT_OFFSETS:
-            buf = bufs[bi]
+            buf = borrow(bufs[bi])
         a = ps + (lo - hs)
         e = ps + (min(np.int64(off[r0]), hi) - hs)
         st, v, t = _validate(buf, a, e, T, dmask, tab)
@@ -274,7 +276,7 @@ def _run_block(k, w, bufs, T, cache, job):
             continue
         bi, ps = row_src(layout, views, off, r)
         if layout != LAYOUT_OFFSETS:
-            buf = bufs[bi]
+            buf = borrow(bufs[bi])
         pe = ps + (en - s)
         st, v, t = _validate(buf, ps, pe, T, dmask, tab)
         if st == ST_OK:

@@ -112,7 +112,8 @@ def _run_block(k, w, bounds, bufs, rbuf, rstart, rlen, valid, ro, out, counts, s
         if not valid[r] or rlen[r] == 0:
             continue
         s = rstart[r]
-        row = bufs[rbuf[r]][s:s + rlen[r]]
+        # borrowed: the typed list's arrays share one reference count between the workers
+        row = borrow(bufs[rbuf[r]])[s:s + rlen[r]]
         if first_invalid_utf8(row) >= 0:
             status[r] = ST_INVALID_UTF8
             continue
