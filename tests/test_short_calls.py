@@ -172,6 +172,36 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
         KH.call_handle_of(h, out, work[0], hot, utf8)
 
 
+def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
+    from tltok_jit.pylist import IntObjects
+
+    enc = ours("r50k_base")
+    cache, work = enc._serial_state()
+    h = KH.handle_of(enc._t, cache)
+    out = np.empty(64, np.uint32)
+    utf8 = np.empty(64, np.uint8)
+    mask = np.zeros(1, np.bool_)
+    mask.flags.writeable = False
+    want = enc.encode_ordinary("hello world, Mr. Bennet")
+    objs = IntObjects(max(want))  # the largest id is outside the table: it gets a new int
+    c = KH.call_handle_of(h, out, work[0], mask, utf8, int_objects=objs.addrs)
+    shared = [i for i in want if i < max(want)][:3]
+    before = [sys.getrefcount(objs.objects[i]) for i in shared]
+    ids = KH.encode_str_call(c.ctypes.data, True, "hello world, Mr. Bennet")
+    assert ids == want and type(ids) is list and sys.getrefcount(ids) == 2
+    for got in ids:
+        if got < max(want):
+            assert got is objs.objects[got]
+        else:
+            assert got == max(want) and all(got is not o for o in objs.objects[-3:])
+    # one new reference per use of a prebuilt object, given back with the list
+    assert [sys.getrefcount(objs.objects[i]) for i in shared] != before
+    del ids
+    assert [sys.getrefcount(objs.objects[i]) for i in shared] == before
+    with pytest.raises(ValueError, match="int64"):
+        KH.call_handle_of(h, out, work[0], mask, utf8, int_objects=objs.addrs.astype(np.int32))
+
+
 @pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
 def test_short_path_texts_that_release_the_gil(name, ours, tiktoken_oracle):
     """Texts past KH.GIL_HELD_CHARS (the kernel encodes them without the GIL) up to the scratch's

@@ -45,6 +45,7 @@ _ASCII_AT_ENTRY: list = [None]
 _STR_CALL_ENTRY: list = [None]
 _HELD_CHARS = KH.GIL_HELD_CHARS  # a text of up to this many characters may use the shared call handle
 _HELD_INSTALL = threading.Lock()
+_INT_OBJECTS = threading.Lock()
 # the per-thread scratch of Encoding._encode_short holds the ids (<= UTF-8 bytes <= 4 per character)
 # and the UTF-8 of a text of up to this many characters
 _SCRATCH = 4096
@@ -559,15 +560,16 @@ class Encoding:
     def _serial_handle(self):
         """(this thread's kernels.handle address array, its merge scratch row, its id scratch for
         texts of up to _SCRATCH characters, the address of the call handle of all three and a UTF-8
-        scratch, the UTF-8 scratch, the call handle)."""
+        scratch, the UTF-8 scratch, the call handle, the int objects its lists hold)."""
         hs = getattr(self._local, "handle", None)
         if hs is None:
             cache, work = self._serial_state()
             h = KH.handle_of(self._t, cache)
             out = np.empty(4 * _SCRATCH, dtype=np.uint32)
             utf8 = np.empty(4 * _SCRATCH, dtype=np.uint8)
-            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8)
-            hs = (h, work[0], out, call.ctypes.data, utf8, call)
+            objs = self._int_object_table()
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, int_objects=objs.addrs)
+            hs = (h, work[0], out, call.ctypes.data, utf8, call, objs)
             self._local.handle = hs
         return hs
 
@@ -583,8 +585,9 @@ class Encoding:
             h = KH.handle_of(self._t, cache)
             out = np.empty(4 * _HELD_CHARS, dtype=np.uint32)
             utf8 = np.empty(4 * _HELD_CHARS, dtype=np.uint8)
-            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True)
-            self._held_state = (cache, work, h, out, utf8, call)
+            objs = self._int_object_table()
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.addrs)
+            self._held_state = (cache, work, h, out, utf8, call, objs)
             self._held_ids = functools.partial(entry, call.ctypes.data, True)
             self._held_count = functools.partial(entry, call.ctypes.data, False)
 
@@ -845,10 +848,18 @@ class Encoding:
         id), see pylist.py."""
         if len(ids) < 256:
             return ids.tolist()
+        return self._int_object_table().to_list(ids)
+
+    def _int_object_table(self) -> IntObjects:
+        """One prebuilt int object per vocabulary id (made once, ~17 ms for o200k): long list results
+        and the lists of short calls (call_handle_of's int_objects) hold these."""
         objs = self._int_objects
         if objs is None:
-            objs = self._int_objects = IntObjects(self.n_vocab)
-        return objs.to_list(ids)
+            with _INT_OBJECTS:
+                objs = self._int_objects
+                if objs is None:
+                    objs = self._int_objects = IntObjects(self.n_vocab)
+        return objs
 
     def encode_ordinary_to_numpy(self, text: str, *, num_threads: int | None = None) -> np.ndarray:
         check_text(text)

@@ -11,7 +11,8 @@ each field of PieceCache, (address, its dimensions). The Python side keeps every
 long as the handle is used (the Encoding holds both).
 
 A call handle (`call_handle_of`) is a handle followed by (address, length) of one thread's id
-scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch: `encode_str_call(address
+scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch, a flag (shared by
+threads) and (address, length) of the prebuilt int objects (or zeros): `encode_str_call(address
 of c, as_list, s)` then takes three scalar arguments instead of six arrays (in this order so that
 `functools.partial(entry point, address, as_list)` is a one-argument C call), which saves ~0.35 us of numba's
 argument unboxing per call (a third of what a 20-character call costs outside the kernel), encodes a
@@ -28,7 +29,7 @@ from .cache import PieceCache
 from .encode import encode_ordinary_spans, encode_span
 from .jit import njit, stack_array, view_ro, view_rw
 from .layout import Tables
-from .pyresult import acquire_gil, id_list, py_int, py_none, release_gil
+from .pyresult import acquire_gil, id_list, id_list_shared, py_int, py_none, release_gil
 from .utf8 import str_data8 as _data8
 
 # dtype of each Tables field, in order (tables.Tables); handle_of checks the arrays against it
@@ -41,19 +42,22 @@ _CACHE_AT = 2 * len(TABLE_DTYPES)
 HANDLE_LEN = _CACHE_AT + sum(1 + nd for _, nd in CACHE_DTYPES)
 
 
-CALL_LEN = HANDLE_LEN + 9
+CALL_LEN = HANDLE_LEN + 11
 # encode_str_call keeps the GIL for a text of at most this many characters: releasing and taking it
 # back costs ~35 ns, a few percent of a short call, and gives nothing to other threads that short
 GIL_HELD_CHARS = 256
 
 
 def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: np.ndarray,
-                   utf8: np.ndarray, *, shared: bool = False) -> np.ndarray:
+                   utf8: np.ndarray, *, shared: bool = False, int_objects: np.ndarray | None = None) -> np.ndarray:
     """The handle `h` followed by the id scratch `out` (uint32), the merge scratch `vals` (int64),
     the read-only all-False added-token mask and the UTF-8 scratch `utf8` (uint8), for
     `encode_str_call`; the caller keeps the arrays alive as long as the call handle. A `shared`
     call handle serves several threads: encode_str_call then refuses (the general-route answer) a
-    text it would encode with the GIL released, so no two calls ever use its scratch at once."""
+    text it would encode with the GIL released, so no two calls ever use its scratch at once.
+    `int_objects` (int64): the address of a prebuilt int object per id (pylist.IntObjects.addrs),
+    which the lists of encode_str_call then hold instead of new ints; the caller keeps the objects
+    alive as long as the call handle."""
     if h.dtype != np.int64 or h.shape != (HANDLE_LEN,) or h.flags.writeable:
         raise ValueError("not a handle of handle_of")
     for a, dt in ((out, np.uint32), (vals, np.int64), (utf8, np.uint8)):
@@ -62,9 +66,14 @@ def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: n
     if (no_added.dtype != np.bool_ or no_added.ndim != 1 or not no_added.flags.c_contiguous
             or no_added.flags.writeable or no_added.any()):
         raise ValueError("the added-token mask of a call handle is a read-only all-False bool[:]")
+    objs = (0, 0)
+    if int_objects is not None:
+        if int_objects.dtype != np.int64 or int_objects.ndim != 1 or not int_objects.flags.c_contiguous:
+            raise ValueError("the int objects of a call handle are an int64[:] of addresses")
+        objs = (int_objects.ctypes.data, len(int_objects))
     c = np.concatenate([h, np.array([out.ctypes.data, len(out), vals.ctypes.data, len(vals),
                                      no_added.ctypes.data, len(no_added), utf8.ctypes.data, len(utf8),
-                                     int(shared)],
+                                     int(shared), *objs],
                                     dtype=np.int64)])
     c.flags.writeable = False
     return c
@@ -181,6 +190,8 @@ def encode_str_call(ca, as_list, s):
         return py_int(n)
     if n < 0:
         return py_none()
+    if c[e + 9] != 0:
+        return id_list_shared(out, n, view_ro(c[e + 9], (c[e + 10],), np.int64))
     return id_list(out, n)
 
 

@@ -3,8 +3,9 @@
 Kernels read and write arrays only, with this one exception at the output boundary: a call on a short
 str returns its ids as a new `list[int]` built with the C API where the ids are (PyList_New,
 PyLong_FromLongLong), because building it in Python from the id scratch (a slice, then `tolist`)
-cost ~200 ns, a fifth of a 20-character call. Such a kernel must hold the GIL while it makes them
-(`njit(nogil=False)`).
+cost ~200 ns, a fifth of a 20-character call; with a table of prebuilt int objects
+(`id_list_shared`) the list takes a new reference to one per id instead of allocating it. Such a
+kernel must hold the GIL while it makes them (`njit(nogil=False)`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,47 @@ def id_list(typingctx, ids, n):
             with cgutils.for_range(builder, count) as loop:
                 v = builder.zext(builder.load(builder.gep(data, [loop.index])), pyapi.longlong)
                 item = pyapi.long_from_longlong(v)
+                with builder.if_then(cgutils.is_null(builder, item), likely=False):
+                    builder.store(cgutils.true_bit, failed)
+                pyapi.list_setitem(lst, loop.index, item)  # steals item; a NULL item is allowed
+            with builder.if_then(builder.load(failed), likely=False):
+                pyapi.decref(lst)
+        return builder.select(builder.load(failed), cgutils.get_null_value(lst.type), lst)
+
+    return sig, codegen
+
+
+@intrinsic
+def id_list_shared(typingctx, ids, n, objs):
+    """id_list, with the item of id i the int object at address objs[i] (one prebuilt object per
+    vocabulary id, kept alive by the caller) instead of a new int: no allocation per id. An id
+    outside objs gets a new int."""
+    if not (isinstance(ids, types.Array) and ids.dtype == types.uint32 and isinstance(n, types.Integer)
+            and isinstance(objs, types.Array) and objs.dtype == types.int64 and objs.ndim == 1):
+        return None
+    sig = py_object_ref(ids, n, objs)
+
+    def codegen(context, builder, signature, args):
+        pyapi = context.get_python_api(builder)
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        table = context.make_array(signature.args[2])(context, builder, args[2])
+        n_objs = builder.extract_value(table.shape, 0)
+        count = context.cast(builder, args[1], signature.args[1], types.intp)
+        lst = pyapi.list_new(count)
+        failed = cgutils.alloca_once_value(builder, cgutils.is_null(builder, lst))
+        with builder.if_then(builder.not_(builder.load(failed)), likely=True):
+            with cgutils.for_range(builder, count) as loop:
+                v = builder.zext(builder.load(builder.gep(data, [loop.index])), pyapi.longlong)
+                slot = cgutils.alloca_once(builder, pyapi.pyobj)
+                with builder.if_else(builder.icmp_unsigned("<", v, n_objs), likely=True) as (shared, new):
+                    with shared:
+                        addr = builder.load(builder.gep(table.data, [v]))
+                        obj = builder.inttoptr(addr, pyapi.pyobj)
+                        pyapi.incref(obj)
+                        builder.store(obj, slot)
+                    with new:
+                        builder.store(pyapi.long_from_longlong(v), slot)
+                item = builder.load(slot)
                 with builder.if_then(cgutils.is_null(builder, item), likely=False):
                     builder.store(cgutils.true_bit, failed)
                 pyapi.list_setitem(lst, loop.index, item)  # steals item; a NULL item is allowed
