@@ -357,6 +357,23 @@ def test_invalid_utf8_strict_names_row(o200k):
         enc.encode_arrow(arr, errors="ignore")
 
 
+def test_invalid_utf8_in_rows_cut_into_blocks(o200k, A):
+    """A row cut by block boundaries whose invalid byte is found by a later (or an earlier) block than
+    the one that encoded part of it: its ids come out whole from the re-encoded text, its neighbours'
+    unchanged, for any thread count and block size."""
+    ref, enc = o200k
+    words = " ".join(["lorem ipsum dolor sit amet, the quick brown fox"] * 60).encode()
+    rows = [words, words[:900] + b"\xff" + words[900:], words, b"\xe4\xb8" + words,
+            words + b" \xf0\x9f\x99", b"short \xc0 row", words]
+    arr = pa.array(rows, type=pa.large_binary())
+    exp = [ref.encode_ordinary(b.decode("utf-8", "replace")) for b in rows]
+    for threads, bb in ((1, 200), (2, 200), (2, 997), (1, None), (2, None)):
+        got = A.encode_arrow(enc, arr, num_threads=threads, block_bytes=bb, disallowed_special=())
+        assert got.to_pylist() == exp, (threads, bb)
+        assert A.count_arrow(enc, arr, num_threads=threads, block_bytes=bb,
+                             disallowed_special=()).to_pylist() == [len(e) for e in exp]
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.binary(max_size=40), min_size=1, max_size=8))
 def test_invalid_utf8_hypothesis(o200k, rows):

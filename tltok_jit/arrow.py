@@ -84,6 +84,7 @@ MIN_BLOCK_BYTES = 16 * 1024  # below this a block is not worth a scheduling step
 BLOCKS_PER_THREAD = 8
 MAX_BLOCKS = 1 << 14
 MIN_PARALLEL_BYTES = 48 * 1024  # smaller inputs are encoded on the calling thread
+DENSE_KEEP = 1 << 24  # ids per worker row of _State.dense_rows kept between calls (64 MB of address space)
 COUNT_SCRATCH = 1 << 16  # per-worker id scratch of count_arrow (spans are cut to fit when provably safe)
 
 
@@ -307,6 +308,7 @@ class _State:
         self.counter = np.zeros(1, dtype=np.int64)
         self.local = threading.local()
         self.scratch = np.zeros((1, COUNT_SCRATCH), dtype=np.uint32)
+        self.dense = None  # the parallel calls' dense_rows
         self.last_plan = None
         self.last_worker_bytes = None
         self.tabs: dict = {}
@@ -329,6 +331,22 @@ class _State:
         if s is None:
             s = self.local.scratch = np.zeros((1, COUNT_SCRATCH), dtype=np.uint32)
         return s
+
+    def dense_rows(self, workers: int, cap: int, *, serial: bool) -> np.ndarray:
+        """uint32[workers, >= cap]: the rows the workers write their ids to (KC.ColumnJob.out): the
+        calling thread's for a serial call, else the parallel calls' (used under PARALLEL_LOCK).
+        Pages are committed as ids are written; rows of up to DENSE_KEEP ids are kept for the next
+        call (no page faults on a second call of the same size)."""
+        held = getattr(self.local, "dense", None) if serial else self.dense
+        if held is not None and held.shape[0] >= workers and held.shape[1] >= cap:
+            return held
+        rows = np.empty((workers, cap), dtype=np.uint32)
+        if cap <= DENSE_KEEP:
+            if serial:
+                self.local.dense = rows
+            else:
+                self.dense = rows
+        return rows
 
     def parallel_scratch(self, workers: int) -> np.ndarray:
         if self.scratch.shape[0] < workers:
@@ -474,35 +492,44 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     rstart = np.searchsorted(off, bb, side="left").astype(np.int64)
     rstart[0] = 0
     rstart[-1] = n
-    out = np.empty(1 if counting else max(total, 1), dtype=np.uint32)
+    bpos = np.zeros((nb, 2), dtype=np.int64)
     counts = np.empty(max(n, 1), dtype=np.int64)
     heads = np.zeros(nb, dtype=np.int64)
     flags = np.zeros(max(n, 1), dtype=np.uint8)
     hits = np.full((nb, 3), -1, dtype=np.int64)
     tab = st.byte_table(check_dis, T)
 
-    def job(work, scratch) -> KC.ColumnJob:
+    def job(work, scratch, wout) -> KC.ColumnJob:
         return KC.ColumnJob(layout=src.layout, views=src.views, off=off, vbits=src.vbits, voff=src.voff,
                             has_nulls=src.has_nulls, bb=bb, rstart=rstart, amask=amask, any_allowed=any_allowed,
-                            dmask=dmask_arr, tab=tab, counting=counting, out=out, counts=counts, heads=heads,
-                            flags=flags, hits=hits, vals=work, scratch=scratch, rule_nl=rule_nl, rule_sp=rule_sp)
+                            dmask=dmask_arr, tab=tab, counting=counting, out=wout, bpos=bpos, counts=counts,
+                            heads=heads, flags=flags, hits=hits, vals=work, scratch=scratch, rule_nl=rule_nl,
+                            rule_sp=rule_sp)
 
+    gathered = None  # (ids, row offsets), taken from the workers' rows before another call may reuse them
+    row_cap = 1 if counting else total + 1
     if n == 0:
         pass
     elif threads == 1 or nb == 1:
         cache, work = enc.facade.serial_workspace()
+        wout = st.dense_rows(1, row_cap, serial=True)
         KC.drive(0, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), src.bufs, T, cache,
-                 job(work, st.serial_scratch()), True)
+                 job(work, st.serial_scratch(), wout), True)
+        if not counting and hits[:, 0].max() < 0:
+            gathered = _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list)
     else:
         workers = min(threads, nb)
         with PARALLEL_LOCK:
             cache, work = enc.facade.parallel_workspace(workers)
             scratch = st.parallel_scratch(workers)
+            wout = st.dense_rows(workers, row_cap, serial=False)
             st.counter[0] = 0
             wbytes = np.zeros(workers, dtype=np.int64)
-            the_job = job(work, scratch)
+            the_job = job(work, scratch, wout)
             on_threads(workers, lambda w: KC.drive(w, st.counter, wbytes, src.bufs, T, cache, the_job, False))
             st.last_worker_bytes = wbytes  # diagnostics: bytes each worker took from the block queue
+            if not counting and hits[:, 0].max() < 0:
+                gathered = _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list)
 
     hit_rows = np.flatnonzero(hits[:, 0] >= 0)
     first_hit = int(hits[hit_rows[0], 0]) if len(hit_rows) else n
@@ -544,15 +571,11 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
             tot[bad_rows] = rep.counts
         return _Result(None, None, tot, src)
 
-    n_ids = int(counts[:n][flags[:n] == 0].sum() + heads.sum()) if n else 0
-    use_large = _want_large(n_ids, large_list)
-    new_off = np.empty(n + 1, dtype=np.int64 if use_large else np.int32)
-    if n:
-        n_ids = int(KC.compact(out, off, bb, rstart, n, counts, heads, flags, new_off))
+    if gathered is None:  # no rows
+        ids, new_off = np.empty(0, dtype=np.uint32), np.zeros(n + 1, dtype=np.int64 if large_list else np.int32)
     else:
-        new_off[0] = 0
-    out.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
-    ids = out[:n_ids]
+        ids, new_off = gathered
+    n_ids = len(ids)
     if rep is not None:
         add = int(rep.offsets[-1])
         total_ids = n_ids + add
@@ -562,6 +585,16 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
         KC.splice(ids, new_off, bad_rows.astype(np.int64), rep.ids, rep.offsets, ids2, off2)
         ids, new_off = ids2[:total_ids], off2
     return _Result(ids, new_off, None, src)
+
+
+def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, row offsets) of an encode call from the workers' rows (KC.gather)."""
+    bound = int(counts[:n][flags[:n] == 0].sum() + heads.sum())
+    new_off = np.empty(n + 1, dtype=np.int64 if _want_large(bound, large_list) else np.int32)
+    ids = np.empty(max(bound, 1), dtype=np.uint32)
+    n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off))
+    ids.resize(max(n_ids, 1), refcheck=False)  # shrinks in place
+    return ids[:n_ids], new_off
 
 
 def _want_large(n_ids: int, large_list) -> bool:

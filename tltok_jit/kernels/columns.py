@@ -1,11 +1,16 @@
 """Arrow text columns -> token ids or counts: block planning, the per-block encode / count /
-validation kernel, the driver (an atomic block queue), and packing the rows' ids.
+validation kernel, the driver (an atomic block queue), and gathering the rows' ids.
 
 A column is read in place: `layout` LAYOUT_OFFSETS (string / binary / large_*: row r is
 data[off[r]:off[r + 1]] of bufs[0]) or LAYOUT_VIEWS (string_view / binary_view: `views` holds 16-byte
 views, bufs[0] the views as bytes and bufs[1:] the variadic data buffers); `off` is int64 (for views,
 the running sum of the row lengths: virtual byte positions). The validity bitmap is read bit by bit.
 The caller (`tltok_jit.arrow`) has checked every offset and view against its buffer.
+
+Each worker writes the ids of its blocks one after another into its own row of `out` (dense: a
+row's ids at the offset of its bytes left most of an output of 4 bytes per input byte untouched
+between rows, and every page of it touched; on a fresh output that page faulting cost as much as
+encoding), and `gather` puts the blocks' ids in order afterwards.
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ class ColumnJob(NamedTuple):
     dmask: np.ndarray  # bool per added token: disallowed (a match is reported in hits)
     tab: np.ndarray  # uint8[256] for the validation pass (_scan_check)
     counting: bool  # count the ids instead of writing them
-    out: np.ndarray  # uint32: ids, each row's at the offset of its bytes
+    out: np.ndarray  # uint32[workers, bytes + 1]: each worker's ids, its blocks' one after another
+    bpos: np.ndarray  # int64[blocks, 2]: (worker, position in its row of out) of each block's ids
     counts: np.ndarray  # int64 per row: its ids (the part that starts in its block)
     heads: np.ndarray  # int64 per block: the ids of the row tail it continues
     flags: np.ndarray  # uint8 per row: 1 = invalid UTF-8 (encoded again by the caller)
@@ -203,9 +209,10 @@ def _validate(buf, a, e, T, dmask, tab):
 
 
 @njit(inline="always")  # one caller (drive): a kernel of its own is one more copy of the engine for LLVM
-def _run_block(k, w, bufs, T, cache, job):
+def _run_block(k, w, bufs, T, cache, job, fill):
     """Encode (or count) block k on worker w: the tail of a row cut at bb[k] (counted in heads[k]), then
-    the rows starting in [bb[k], bb[k+1]) (counts[r]), the last one up to bb[k+1]."""
+    the rows starting in [bb[k], bb[k+1]) (counts[r]), the last one up to bb[k+1]; their ids go to
+    out[w] from `fill` on, in that order. Returns the new fill."""
     # the fields by name, once per block
     layout = job.layout
     views = job.views
@@ -220,7 +227,8 @@ def _run_block(k, w, bufs, T, cache, job):
     dmask = job.dmask
     tab = job.tab
     counting = job.counting
-    out = job.out
+    out = borrow(job.out[w])
+    bpos = job.bpos
     counts = job.counts
     heads = job.heads
     flags = job.flags
@@ -236,6 +244,8 @@ def _run_block(k, w, bufs, T, cache, job):
     r1 = rstart[k + 1]
     heads[k] = 0
     hits[k, 0] = -1
+    bpos[k, 0] = w
+    bpos[k, 1] = fill
     # borrowed: the typed list's arrays share one reference count between the workers, and the
     # validation loop updates it around every multi-byte character (a contended atomic on two threads)
     buf = borrow(bufs[0])
@@ -252,20 +262,24 @@ def _run_block(k, w, bufs, T, cache, job):
             if counting:
                 heads[k] = count_span(buf, a, e, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
             else:
-                heads[k] = K.encode_span(buf, a, e, T, amask, any_allowed, out, lo - base, cache, w, wv) - (lo - base)
+                heads[k] = K.encode_span(buf, a, e, T, amask, any_allowed, out, fill, cache, w, wv) - fill
+                fill += heads[k]
         elif st == ST_INVALID_UTF8:
             flags[h] = 1
         else:
             hits[k, 0] = h
             hits[k, 1] = v - ps
             hits[k, 2] = t
-            return
+            return fill
     # Rows of one buffer without added-token matching are encoded SPAN_BATCH at a time (one kernel
     # setup per batch instead of per row: that setup costs as much as a short string).
     batch = not counting and not any_allowed and layout == LAYOUT_OFFSETS
+    # A batch's rows are written at fill + their byte offset from its first row (their ids fit
+    # there: ids <= bytes, and fill <= the bytes this worker encoded before), then packed at fill.
     spans = np.empty(3 * K.SPAN_BATCH if batch else 0, dtype=np.int64)
     rows = np.empty(K.SPAN_BATCH if batch else 0, dtype=np.int64)
     ns = 0
+    s0 = np.int64(0)
     for r in range(r0, r1):
         counts[r] = 0
         if not is_valid(vbits, voff, has_nulls, r):
@@ -281,36 +295,50 @@ def _run_block(k, w, bufs, T, cache, job):
         st, v, t = _validate(buf, ps, pe, T, dmask, tab)
         if st == ST_OK:
             if batch:
+                if ns == 0:
+                    s0 = s
                 spans[3 * ns] = ps
                 spans[3 * ns + 1] = pe
-                spans[3 * ns + 2] = s - base
+                spans[3 * ns + 2] = fill + (s - s0)
                 rows[ns] = r
                 ns += 1
                 if ns == K.SPAN_BATCH:
-                    _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
+                    fill = _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off)
                     ns = 0
             elif counting:
                 counts[r] = count_span(buf, ps, pe, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
             else:
-                counts[r] = K.encode_span(buf, ps, pe, T, amask, any_allowed, out, s - base, cache, w, wv) - (s - base)
+                counts[r] = K.encode_span(buf, ps, pe, T, amask, any_allowed, out, fill, cache, w, wv) - fill
+                fill += counts[r]
         elif st == ST_INVALID_UTF8:
             flags[r] = 1
         else:
-            _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
+            fill = _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off)
             hits[k, 0] = r
             hits[k, 1] = v - ps
             hits[k, 2] = t
-            return
-    _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv)
+            return fill
+    return _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off)
 
 
 @njit(inline="always")
-def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv):
+def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off):
+    """Encode a batch of rows (written from fill at their byte offsets from s0) and pack their ids
+    at fill, in row order; returns the new fill."""
     if ns == 0:
-        return
+        return fill
     K.encode_ordinary_spans(buf, spans, ns, T, out, cache, w, wv)
+    fb = fill
     for j in range(ns):
-        counts[rows[j]] = spans[3 * j + 2]
+        r = rows[j]
+        c = spans[3 * j + 2]
+        src = fb + (np.int64(off[r]) - s0)
+        if src != fill:  # a move to the left: a forward copy is safe
+            for x in range(c):
+                out[fill + x] = out[src + x]
+        counts[r] = c
+        fill += c
+    return fill
 
 
 @njit
@@ -324,12 +352,13 @@ def drive(w, counter, wbytes, bufs, T, cache, job, serial):
     hits = job.hits
     nb = len(bb) - 1
     wbytes[w] = 0
+    fill = np.int64(0)
     while True:
         k = fetch_add(counter, 0)
         if k >= nb:
             break
         wbytes[w] += bb[k + 1] - bb[k]
-        _run_block(k, w, bufs, T, cache, job)
+        fill = _run_block(k, w, bufs, T, cache, job, fill)
         if serial and hits[k, 0] >= 0:
             for j in range(k + 1, nb):
                 hits[j, 0] = -1
@@ -337,30 +366,33 @@ def drive(w, counter, wbytes, bufs, T, cache, job, serial):
 
 
 @njit
-def compact(out, off, bb, rstart, n, counts, heads, flags, new_off):
-    """Pack each row's parts (written at the offsets of their bytes) to the front of `out`, in place
-    (every move goes left). Rows flagged in `flags` come out empty. Returns the number of ids."""
-    base = np.int64(off[0])
+def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off):
+    """The blocks' ids from the workers' rows of `wout`, in block order, into `ids` (at least the ids
+    of every row), and each row's offset into new_off. Rows flagged in `flags` come out empty (a row
+    cut by a block boundary may have ids in the block before its flag was found). Returns the number
+    of ids."""
     cur = np.int64(0)
     for k in range(len(bb) - 1):
+        w = bpos[k, 0]
+        src = bpos[k, 1]
         r0 = rstart[k]
         r1 = rstart[k + 1]
         hc = heads[k]
-        if hc > 0 and flags[r0 - 1] == 0:
-            src = bb[k] - base
-            if src != cur:
+        if hc > 0:
+            if flags[r0 - 1] == 0:
                 for j in range(hc):
-                    out[cur + j] = out[src + j]
-            cur += hc
+                    ids[cur + j] = wout[w, src + j]
+                cur += hc
+            src += hc
         for r in range(r0, r1):
             new_off[r] = cur
             c = counts[r]
-            if c > 0 and flags[r] == 0:
-                src = np.int64(off[r]) - base
-                if src != cur:
+            if c > 0:
+                if flags[r] == 0:
                     for j in range(c):
-                        out[cur + j] = out[src + j]
-                cur += c
+                        ids[cur + j] = wout[w, src + j]
+                    cur += c
+                src += c
     new_off[n] = cur
     return cur
 
