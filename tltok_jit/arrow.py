@@ -332,20 +332,16 @@ class _State:
             s = self.local.scratch = np.zeros((1, COUNT_SCRATCH), dtype=np.uint32)
         return s
 
-    def dense_rows(self, workers: int, cap: int, *, serial: bool) -> np.ndarray:
-        """uint32[workers, >= cap]: the rows the workers write their ids to (KC.ColumnJob.out): the
-        calling thread's for a serial call, else the parallel calls' (used under PARALLEL_LOCK).
-        Pages are committed as ids are written; rows of up to DENSE_KEEP ids are kept for the next
-        call (no page faults on a second call of the same size)."""
-        held = getattr(self.local, "dense", None) if serial else self.dense
+    def dense_rows(self, workers: int, cap: int) -> np.ndarray:
+        """uint32[workers, >= cap]: the rows the workers of a parallel call (under PARALLEL_LOCK)
+        write their ids to (KC.ColumnJob.out). Pages are committed as ids are written; rows of up to
+        DENSE_KEEP ids are kept for the next call (no page faults on a second call of that size)."""
+        held = self.dense
         if held is not None and held.shape[0] >= workers and held.shape[1] >= cap:
             return held
         rows = np.empty((workers, cap), dtype=np.uint32)
         if cap <= DENSE_KEEP:
-            if serial:
-                self.local.dense = rows
-            else:
-                self.dense = rows
+            self.dense = rows
         return rows
 
     def parallel_scratch(self, workers: int) -> np.ndarray:
@@ -512,17 +508,20 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
         pass
     elif threads == 1 or nb == 1:
         cache, work = enc.facade.serial_workspace()
-        wout = st.dense_rows(1, row_cap, serial=True)
+        # one worker writes the blocks in order: its row becomes the result, packed in place
+        row = np.empty(row_cap, dtype=np.uint32)
+        wout = row.reshape(1, row_cap)
         KC.drive(0, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), src.bufs, T, cache,
                  job(work, st.serial_scratch(), wout), True)
         if not counting and hits[:, 0].max() < 0:
-            gathered = _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list)
+            gathered = _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=row)
+        del wout
     else:
         workers = min(threads, nb)
         with PARALLEL_LOCK:
             cache, work = enc.facade.parallel_workspace(workers)
             scratch = st.parallel_scratch(workers)
-            wout = st.dense_rows(workers, row_cap, serial=False)
+            wout = st.dense_rows(workers, row_cap)
             st.counter[0] = 0
             wbytes = np.zeros(workers, dtype=np.int64)
             the_job = job(work, scratch, wout)
@@ -587,13 +586,14 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     return _Result(ids, new_off, None, src)
 
 
-def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, row offsets) of an encode call from the workers' rows (KC.gather)."""
+def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=None) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, row offsets) of an encode call from the workers' rows (KC.gather), into a new array or,
+    for one worker, `into` (its row, packed in place: every move goes left)."""
     bound = int(counts[:n][flags[:n] == 0].sum() + heads.sum())
     new_off = np.empty(n + 1, dtype=np.int64 if _want_large(bound, large_list) else np.int32)
-    ids = np.empty(max(bound, 1), dtype=np.uint32)
+    ids = np.empty(max(bound, 1), dtype=np.uint32) if into is None else into
     n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off))
-    ids.resize(max(n_ids, 1), refcheck=False)  # shrinks in place
+    ids.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
     return ids[:n_ids], new_off
 
 
