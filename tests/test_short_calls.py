@@ -295,3 +295,24 @@ def test_shared_short_calls_from_several_threads(name, ours, tiktoken_oracle):
         enc.encode("a <|endoftext|>")
     with pytest.raises(ValueError, match="disallowed special token"):
         enc.count("a <|endoftext|>")
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
+def test_rows_with_nulls_and_empty_rows_in_batches(name, ours, tiktoken_oracle):
+    """encode_rows writes each worker's rows one after another (and a batch of rows packed after
+    it is encoded): nulls, empty rows, more rows than a batch, any thread count, added tokens."""
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    texts = [("row %d: naïve café 東京 🙂 " % i) * (1 + i % 7) if i % 5 else "" for i in range(700)]
+    texts[3] = "x" * 5000 + " tail"
+    texts[600] = "<|endoftext|> in a row"
+    raw = [t.encode() for t in texts]
+    data = np.frombuffer(b"".join(raw), dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(b) for b in raw]).astype(np.int64)
+    valid = np.array([i % 11 != 4 for i in range(len(texts))], dtype=np.uint8)
+    want = [oracle.encode_ordinary(t) if v else [] for t, v in zip(texts, valid)]
+    for threads in (1, 2, 3):
+        ids, io = enc.encode_rows(data, offsets, valid, num_threads=threads)
+        assert [ids[io[i]:io[i + 1]].tolist() for i in range(len(texts))] == want, threads
+        assert enc.encode_ordinary_batch(texts, num_threads=threads) == [oracle.encode_ordinary(t) for t in texts]
+    allowed = enc.encode_batch(texts, allowed_special="all", num_threads=2)
+    assert allowed == oracle.encode_batch(texts, allowed_special="all")

@@ -925,23 +925,35 @@ class Encoding:
         """encode_rows of checked offsets by the kernels, on up to `num_threads` threads."""
         n_rows = len(offsets) - 1
         total = int(offsets[-1] - offsets[0]) if n_rows else 0
+        # ids are written densely (each worker's rows one after another): only the pages they fill
+        # are committed, and worker 0's are already in place
         out = np.empty(max(total, 1), dtype=np.uint32)
         counts = np.empty(n_rows, dtype=np.int64)
         threads = workers_for(max(1, min(resolve_threads(num_threads), n_rows)), total)
         if threads == 1:
             cache, work = self._serial_state()
-            K.encode_chunk(data, offsets, valid, 0, 0, n_rows, self._t, amask, any_allowed, out, counts, cache,
-                           0, work[0])
+            n = K.encode_chunk(data, offsets, valid, 0, 0, n_rows, self._t, amask, any_allowed, out, counts,
+                               cache, 0, work[0])
         else:
             bounds = balanced_bounds(offsets, threads)  # byte-balanced contiguous chunks, one per worker
+            outs = [out] + [np.empty(max(int(offsets[bounds[w + 1]] - offsets[bounds[w]]), 1), dtype=np.uint32)
+                            for w in range(1, threads)]
+            fills = [0] * threads
+
+            def work_on(w: int) -> None:
+                fills[w] = K.encode_chunk(data, offsets, valid, 0, int(bounds[w]), int(bounds[w + 1]), self._t,
+                                          amask, any_allowed, outs[w], counts, cache, w, work[w])
+
             with PARALLEL_LOCK:
                 cache, work = self._parallel(threads)
-                on_threads(threads, lambda w: K.encode_chunk(data, offsets, valid, 0, int(bounds[w]),
-                                                             int(bounds[w + 1]), self._t, amask, any_allowed,
-                                                             out, counts, cache, w, work[w]))
-        new_offsets = np.empty(n_rows + 1, dtype=np.int64)
-        n = K.compact_rows(out, offsets, 0, n_rows, counts, new_offsets)
-        out.resize(n, refcheck=False)
+                on_threads(threads, work_on)
+            n = fills[0]
+            for w in range(1, threads):
+                out[n:n + fills[w]] = outs[w][:fills[w]]
+                n += fills[w]
+        new_offsets = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(counts, out=new_offsets[1:])
+        out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
         return out, new_offsets
 
     def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

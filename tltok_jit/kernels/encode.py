@@ -376,56 +376,49 @@ def find_added_rows(data, offsets, T, mask):
 @njit
 def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, out, counts, cache, w, vals):
     """Encode rows r_lo..r_hi of a string column on worker w (each worker on a thread of its own).
-    Row r's ids are written at out[offsets[r] - offsets[r0]:]; counts[r - r0] gets their number (0
-    for a null row)."""
-    base = offsets[r0]
+    Their ids are written one after another to out from 0 (out holds at least the rows' bytes);
+    counts[r - r0] gets row r's number of ids (0 for a null row). Returns the number written."""
+    fill = np.int64(0)
     if not any_allowed:  # rows in batches: one setup per SPAN_BATCH rows
+        # a batch's rows are written at fill + their byte offset from its first row (ids <= bytes),
+        # then packed at fill
         spans = np.empty(3 * SPAN_BATCH, dtype=np.int64)
         rows = np.empty(SPAN_BATCH, dtype=np.int64)
         ns = 0
-        for r in range(r_lo, r_hi):
-            counts[r - r0] = 0
-            if valid[r] == 0 or offsets[r + 1] == offsets[r]:
-                continue
-            spans[3 * ns] = offsets[r]
-            spans[3 * ns + 1] = offsets[r + 1]
-            spans[3 * ns + 2] = offsets[r] - base
-            rows[ns] = r
-            ns += 1
-            if ns == SPAN_BATCH:
+        s0 = np.int64(0)
+        for r in range(r_lo, r_hi + 1):
+            if r < r_hi:
+                counts[r - r0] = 0
+                if valid[r] == 0 or offsets[r + 1] == offsets[r]:
+                    continue
+                if ns == 0:
+                    s0 = offsets[r]
+                spans[3 * ns] = offsets[r]
+                spans[3 * ns + 1] = offsets[r + 1]
+                spans[3 * ns + 2] = fill + (offsets[r] - s0)
+                rows[ns] = r
+                ns += 1
+            if ns > 0 and (ns == SPAN_BATCH or r == r_hi):
                 encode_ordinary_spans(data, spans, ns, T, out, cache, w, vals)
+                fb = fill
                 for j in range(ns):
-                    counts[rows[j] - r0] = spans[3 * j + 2]
+                    c = spans[3 * j + 2]
+                    src = fb + (offsets[rows[j]] - s0)
+                    if src != fill:  # a move to the left: a forward copy is safe
+                        for x in range(c):
+                            out[fill + x] = out[src + x]
+                    counts[rows[j] - r0] = c
+                    fill += c
                 ns = 0
-        if ns > 0:
-            encode_ordinary_spans(data, spans, ns, T, out, cache, w, vals)
-            for j in range(ns):
-                counts[rows[j] - r0] = spans[3 * j + 2]
-        return
+        return fill
     for r in range(r_lo, r_hi):
         if valid[r] == 0:
             counts[r - r0] = 0
             continue
-        a = offsets[r]
-        op0 = a - base
-        op = encode_span(data, a, offsets[r + 1], T, allowed, any_allowed, out, op0, cache, w, vals)
-        counts[r - r0] = op - op0
-
-
-@njit
-def compact_rows(out, offsets, r0, r1, counts, new_offsets):
-    """Move each row's ids from its byte-sized region to the packed layout, in place (left moves only)."""
-    base = offsets[r0]
-    new_offsets[0] = 0
-    for i in range(r1 - r0):
-        src = offsets[r0 + i] - base
-        dst = new_offsets[i]
-        n = counts[i]
-        if src != dst:
-            for k in range(n):
-                out[dst + k] = out[src + k]
-        new_offsets[i + 1] = dst + n
-    return new_offsets[r1 - r0]
+        op = encode_span(data, offsets[r], offsets[r + 1], T, allowed, any_allowed, out, fill, cache, w, vals)
+        counts[r - r0] = op - fill
+        fill = op
+    return fill
 
 
 WORK_LEN = 1 << 14  # per-worker merge scratch (int64); merge kernels may use all of it
