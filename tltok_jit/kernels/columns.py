@@ -237,7 +237,6 @@ def _run_block(k, w, bufs, T, cache, job, fill):
     rule_sp = job.rule_sp
     wv = job.vals[w]
     ws = job.scratch[w]
-    base = np.int64(off[0])
     lo = bb[k]
     hi = bb[k + 1]
     r0 = rstart[k]
