@@ -132,15 +132,19 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
     assert enc.encode_ordinary(late, num_threads=2) == oracle.encode_ordinary(late)
 
 
-def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
-    enc = ours("r50k_base")
+def _call_handle_parts(enc):
+    """(handle, its 64-id scratch, merge scratch row, read-only all-False mask, UTF-8 scratch) of
+    this thread's serial state, for call_handle_of."""
     cache, work = enc._serial_state()
-    h = KH.handle_of(enc._t, cache)
-    out = np.empty(64, np.uint32)
-    utf8 = np.empty(64, np.uint8)
     mask = np.zeros(1, np.bool_)
     mask.flags.writeable = False
-    c = KH.call_handle_of(h, out, work[0], mask, utf8)
+    return KH.handle_of(enc._t, cache), np.empty(64, np.uint32), work[0], mask, np.empty(64, np.uint8)
+
+
+def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
+    enc = ours("r50k_base")
+    h, out, vals, mask, utf8 = _call_handle_parts(enc)
+    c = KH.call_handle_of(h, out, vals, mask, utf8)
     assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
     n = KH.encode_str_call(c.ctypes.data, False, "hello world")
     assert out[:n].tolist() == enc.encode_ordinary("hello world")
@@ -159,32 +163,27 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     assert KH.encode_str_call(c.ctypes.data, True, "x" * 65) is None
     assert KH.encode_str_call(c.ctypes.data, True, "a\ud800b") is None
     with pytest.raises(ValueError, match="call handle layout"):
-        KH.call_handle_of(h, out.astype(np.int64), work[0], mask, utf8)
+        KH.call_handle_of(h, out.astype(np.int64), vals, mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):
-        KH.call_handle_of(h, out, work[0].astype(np.int32), mask, utf8)
+        KH.call_handle_of(h, out, vals.astype(np.int32), mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):
-        KH.call_handle_of(h, out, work[0], mask, utf8.astype(np.int8))
+        KH.call_handle_of(h, out, vals, mask, utf8.astype(np.int8))
     with pytest.raises(ValueError, match="not a handle"):
-        KH.call_handle_of(h[:-1], out, work[0], mask, utf8)
+        KH.call_handle_of(h[:-1], out, vals, mask, utf8)
     hot = np.ones(1, np.bool_)
     hot.flags.writeable = False
     with pytest.raises(ValueError, match="all-False"):
-        KH.call_handle_of(h, out, work[0], hot, utf8)
+        KH.call_handle_of(h, out, vals, hot, utf8)
 
 
 def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
     from tltok_jit.pylist import IntObjects
 
     enc = ours("r50k_base")
-    cache, work = enc._serial_state()
-    h = KH.handle_of(enc._t, cache)
-    out = np.empty(64, np.uint32)
-    utf8 = np.empty(64, np.uint8)
-    mask = np.zeros(1, np.bool_)
-    mask.flags.writeable = False
+    h, out, vals, mask, utf8 = _call_handle_parts(enc)
     want = enc.encode_ordinary("hello world, Mr. Bennet")
     objs = IntObjects(max(want))  # the largest id is outside the table: it gets a new int
-    c = KH.call_handle_of(h, out, work[0], mask, utf8, int_objects=objs.addrs)
+    c = KH.call_handle_of(h, out, vals, mask, utf8, int_objects=objs.addrs)
     shared = [i for i in want if i < max(want)][:3]
     before = [sys.getrefcount(objs.objects[i]) for i in shared]
     ids = KH.encode_str_call(c.ctypes.data, True, "hello world, Mr. Bennet")
@@ -199,7 +198,7 @@ def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
     del ids
     assert [sys.getrefcount(objs.objects[i]) for i in shared] == before
     with pytest.raises(ValueError, match="int64"):
-        KH.call_handle_of(h, out, work[0], mask, utf8, int_objects=objs.addrs.astype(np.int32))
+        KH.call_handle_of(h, out, vals, mask, utf8, int_objects=objs.addrs.astype(np.int32))
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])

@@ -302,7 +302,7 @@ def _run_block(k, w, bufs, T, cache, job, fill):
                 rows[ns] = r
                 ns += 1
                 if ns == K.SPAN_BATCH:
-                    fill = _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off)
+                    fill = K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, T, out, counts, cache, w, wv, fill)
                     ns = 0
             elif counting:
                 counts[r] = count_span(buf, ps, pe, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
@@ -312,32 +312,12 @@ def _run_block(k, w, bufs, T, cache, job, fill):
         elif st == ST_INVALID_UTF8:
             flags[r] = 1
         else:
-            fill = _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off)
+            fill = K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, T, out, counts, cache, w, wv, fill)
             hits[k, 0] = r
             hits[k, 1] = v - ps
             hits[k, 2] = t
             return fill
-    return _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off)
-
-
-@njit(inline="always")
-def _flush_spans(buf, spans, rows, ns, T, out, counts, cache, w, wv, fill, s0, off):
-    """Encode a batch of rows (written from fill at their byte offsets from s0) and pack their ids
-    at fill, in row order; returns the new fill."""
-    if ns == 0:
-        return fill
-    K.encode_ordinary_spans(buf, spans, ns, T, out, cache, w, wv)
-    fb = fill
-    for j in range(ns):
-        r = rows[j]
-        c = spans[3 * j + 2]
-        src = fb + (np.int64(off[r]) - s0)
-        if src != fill:  # a move to the left: a forward copy is safe
-            for x in range(c):
-                out[fill + x] = out[src + x]
-        counts[r] = c
-        fill += c
-    return fill
+    return K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, T, out, counts, cache, w, wv, fill)
 
 
 @njit

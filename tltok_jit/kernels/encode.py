@@ -373,6 +373,26 @@ def find_added_rows(data, offsets, T, mask):
     return -1, -1
 
 
+@njit(inline="always")
+def encode_packed_spans(buf, spans, rows, ns, starts, s0, r0, T, out, counts, cache, w, vals, fill):
+    """encode_ordinary_spans of a batch of rows whose span j was given the output offset
+    fill + (starts[rows[j]] - s0) (room for its ids: ids <= bytes), then their ids packed at fill in
+    span order; counts[rows[j] - r0] = each row's ids. Returns the new fill."""
+    if ns == 0:
+        return fill
+    encode_ordinary_spans(buf, spans, ns, T, out, cache, w, vals)
+    fb = fill
+    for j in range(ns):
+        c = spans[3 * j + 2]
+        src = fb + (np.int64(starts[rows[j]]) - s0)
+        if src != fill:  # a move to the left: a forward copy is safe
+            for x in range(c):
+                out[fill + x] = out[src + x]
+        counts[rows[j] - r0] = c
+        fill += c
+    return fill
+
+
 @njit
 def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, out, counts, cache, w, vals):
     """Encode rows r_lo..r_hi of a string column on worker w (each worker on a thread of its own).
@@ -386,30 +406,22 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
         rows = np.empty(SPAN_BATCH, dtype=np.int64)
         ns = 0
         s0 = np.int64(0)
-        for r in range(r_lo, r_hi + 1):
-            if r < r_hi:
-                counts[r - r0] = 0
-                if valid[r] == 0 or offsets[r + 1] == offsets[r]:
-                    continue
-                if ns == 0:
-                    s0 = offsets[r]
-                spans[3 * ns] = offsets[r]
-                spans[3 * ns + 1] = offsets[r + 1]
-                spans[3 * ns + 2] = fill + (offsets[r] - s0)
-                rows[ns] = r
-                ns += 1
-            if ns > 0 and (ns == SPAN_BATCH or r == r_hi):
-                encode_ordinary_spans(data, spans, ns, T, out, cache, w, vals)
-                fb = fill
-                for j in range(ns):
-                    c = spans[3 * j + 2]
-                    src = fb + (offsets[rows[j]] - s0)
-                    if src != fill:  # a move to the left: a forward copy is safe
-                        for x in range(c):
-                            out[fill + x] = out[src + x]
-                    counts[rows[j] - r0] = c
-                    fill += c
+        for r in range(r_lo, r_hi):
+            counts[r - r0] = 0
+            if valid[r] == 0 or offsets[r + 1] == offsets[r]:
+                continue
+            if ns == 0:
+                s0 = offsets[r]
+            spans[3 * ns] = offsets[r]
+            spans[3 * ns + 1] = offsets[r + 1]
+            spans[3 * ns + 2] = fill + (offsets[r] - s0)
+            rows[ns] = r
+            ns += 1
+            if ns == SPAN_BATCH:
+                fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, T, out, counts, cache, w, vals,
+                                           fill)
                 ns = 0
+        fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, T, out, counts, cache, w, vals, fill)
         return fill
     for r in range(r_lo, r_hi):
         if valid[r] == 0:

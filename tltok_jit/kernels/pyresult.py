@@ -30,6 +30,22 @@ def _box_ref(typ, val, c):
     return val  # already a new reference (NULL with an exception set when making it failed)
 
 
+def _list_of_ids(builder, pyapi, data, count, item_of):
+    """Codegen: a new list of item_of(id) (each a new reference, NULL on failure) for the uint32 ids
+    data[0:count]; NULL with the exception set when an allocation fails."""
+    lst = pyapi.list_new(count)
+    failed = cgutils.alloca_once_value(builder, cgutils.is_null(builder, lst))
+    with builder.if_then(builder.not_(builder.load(failed)), likely=True):
+        with cgutils.for_range(builder, count) as loop:
+            item = item_of(builder.zext(builder.load(builder.gep(data, [loop.index])), pyapi.longlong))
+            with builder.if_then(cgutils.is_null(builder, item), likely=False):
+                builder.store(cgutils.true_bit, failed)
+            pyapi.list_setitem(lst, loop.index, item)  # steals item; a NULL item is allowed
+        with builder.if_then(builder.load(failed), likely=False):
+            pyapi.decref(lst)
+    return builder.select(builder.load(failed), cgutils.get_null_value(lst.type), lst)
+
+
 @intrinsic
 def id_list(typingctx, ids, n):
     """A new list of the ints ids[0:n] (uint32 ids, n <= len(ids): the caller's guarantee); NULL
@@ -42,18 +58,7 @@ def id_list(typingctx, ids, n):
         pyapi = context.get_python_api(builder)
         data = context.make_array(signature.args[0])(context, builder, args[0]).data
         count = context.cast(builder, args[1], signature.args[1], types.intp)
-        lst = pyapi.list_new(count)
-        failed = cgutils.alloca_once_value(builder, cgutils.is_null(builder, lst))
-        with builder.if_then(builder.not_(builder.load(failed)), likely=True):
-            with cgutils.for_range(builder, count) as loop:
-                v = builder.zext(builder.load(builder.gep(data, [loop.index])), pyapi.longlong)
-                item = pyapi.long_from_longlong(v)
-                with builder.if_then(cgutils.is_null(builder, item), likely=False):
-                    builder.store(cgutils.true_bit, failed)
-                pyapi.list_setitem(lst, loop.index, item)  # steals item; a NULL item is allowed
-            with builder.if_then(builder.load(failed), likely=False):
-                pyapi.decref(lst)
-        return builder.select(builder.load(failed), cgutils.get_null_value(lst.type), lst)
+        return _list_of_ids(builder, pyapi, data, count, pyapi.long_from_longlong)
 
     return sig, codegen
 
@@ -74,27 +79,19 @@ def id_list_shared(typingctx, ids, n, objs):
         table = context.make_array(signature.args[2])(context, builder, args[2])
         n_objs = builder.extract_value(table.shape, 0)
         count = context.cast(builder, args[1], signature.args[1], types.intp)
-        lst = pyapi.list_new(count)
-        failed = cgutils.alloca_once_value(builder, cgutils.is_null(builder, lst))
-        with builder.if_then(builder.not_(builder.load(failed)), likely=True):
-            with cgutils.for_range(builder, count) as loop:
-                v = builder.zext(builder.load(builder.gep(data, [loop.index])), pyapi.longlong)
-                slot = cgutils.alloca_once(builder, pyapi.pyobj)
-                with builder.if_else(builder.icmp_unsigned("<", v, n_objs), likely=True) as (shared, new):
-                    with shared:
-                        addr = builder.load(builder.gep(table.data, [v]))
-                        obj = builder.inttoptr(addr, pyapi.pyobj)
-                        pyapi.incref(obj)
-                        builder.store(obj, slot)
-                    with new:
-                        builder.store(pyapi.long_from_longlong(v), slot)
-                item = builder.load(slot)
-                with builder.if_then(cgutils.is_null(builder, item), likely=False):
-                    builder.store(cgutils.true_bit, failed)
-                pyapi.list_setitem(lst, loop.index, item)  # steals item; a NULL item is allowed
-            with builder.if_then(builder.load(failed), likely=False):
-                pyapi.decref(lst)
-        return builder.select(builder.load(failed), cgutils.get_null_value(lst.type), lst)
+        slot = cgutils.alloca_once(builder, pyapi.pyobj)
+
+        def shared_int(v):
+            with builder.if_else(builder.icmp_unsigned("<", v, n_objs), likely=True) as (shared, new):
+                with shared:
+                    obj = builder.inttoptr(builder.load(builder.gep(table.data, [v])), pyapi.pyobj)
+                    pyapi.incref(obj)
+                    builder.store(obj, slot)
+                with new:
+                    builder.store(pyapi.long_from_longlong(v), slot)
+            return builder.load(slot)
+
+        return _list_of_ids(builder, pyapi, data, count, shared_int)
 
     return sig, codegen
 
