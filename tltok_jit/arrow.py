@@ -515,7 +515,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
                  job(work, st.serial_scratch(), wout), True)
         if not counting and hits[:, 0].max() < 0:
             gathered = _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=row)
-        del wout
+        del wout  # a view of row, which _gather resized
     else:
         workers = min(threads, nb)
         with PARALLEL_LOCK:
@@ -571,7 +571,8 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
         return _Result(None, None, tot, src)
 
     if gathered is None:  # no rows
-        ids, new_off = np.empty(0, dtype=np.uint32), np.zeros(n + 1, dtype=np.int64 if large_list else np.int32)
+        ids = np.empty(0, dtype=np.uint32)
+        new_off = np.zeros(n + 1, dtype=np.int64 if _want_large(0, large_list) else np.int32)
     else:
         ids, new_off = gathered
     n_ids = len(ids)
