@@ -20,28 +20,59 @@ def _ids(n_vocab: int, n: int, seed: int) -> np.ndarray:
     return ids
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_values_and_reference_counts(fast, monkeypatch):
+@pytest.mark.parametrize("fast,threads", [(True, 1), (True, 2), (True, 3), (False, 1)])
+def test_values_and_reference_counts(fast, threads, monkeypatch):
     if fast and not pylist.available():
         pytest.skip("the direct path needs CPython 3.10/3.11 (gather path tested below)")
     monkeypatch.setattr(pylist, "_AVAILABLE", fast)
+    monkeypatch.setattr(pylist, "MIN_IDS_PER_WORKER", 1000)  # parts of 20,000 ids on `threads` threads
     objs = IntObjects(5000)
     ids = _ids(5000, 20_000, 1)
     # objects of this IntObjects only (small ints are shared singletons that other code counts too)
-    watch = [int(t) for t in ids[100:110] if t >= 257] + [4999]
+    watch = [int(t) for t in ids[100:110] if t >= 257] + [int(ids[-1]), 4999]
     before = [sys.getrefcount(objs.objects[t]) for t in watch]
-    lst = objs.to_list(ids)
+    lst = objs.to_list(ids, threads)
     assert type(lst) is list and lst == ids.tolist()
     assert all(type(x) is int for x in lst[:100])
     during = [sys.getrefcount(objs.objects[t]) for t in watch]
     for t, b, d in zip(watch, before, during):
         assert d - b == int((ids == t).sum()), t
-    again = objs.to_list(ids[::-1].copy())
+    again = objs.to_list(ids[::-1].copy(), threads)
     assert again == lst[::-1]
     del lst, again
     gc.collect()
     assert [sys.getrefcount(objs.objects[t]) for t in watch] == before
-    assert not objs.uses.any()  # the scratch counts are back to zero
+    assert not any(u.any() for u in objs.uses)  # the scratch counts are back to zero
+    if fast:
+        assert len(objs.uses) == threads
+
+
+def test_a_failed_fill_leaves_no_reference_behind(monkeypatch):
+    """When a worker's kernel fails (it could not compile), the list falls back to the gather path and
+    no object keeps a reference the half-filled list held."""
+    if not pylist.available():
+        pytest.skip("the direct path needs CPython 3.10/3.11")
+    monkeypatch.setattr(pylist, "_AVAILABLE", True)
+    monkeypatch.setattr(pylist, "MIN_IDS_PER_WORKER", 1000)
+    real = pylist._fill
+
+    def fail_on_worker_1(items, ids, lo, hi, addrs, uses, seen):
+        k = real(items, ids, lo, hi, addrs, uses, seen)  # this part written and counted, then ...
+        if lo > 0:
+            raise RuntimeError("no kernel")
+        return k
+
+    monkeypatch.setattr(pylist, "_fill", fail_on_worker_1)
+    objs = IntObjects(5000)
+    ids = _ids(5000, 20_000, 3)
+    watch = sorted({int(t) for t in ids if t >= 257})[:50]
+    before = [sys.getrefcount(objs.objects[t]) for t in watch]
+    lst = objs.to_list(ids, 2)
+    assert lst == ids.tolist() and not pylist.available()
+    del lst
+    gc.collect()
+    assert [sys.getrefcount(objs.objects[t]) for t in watch] == before
+    assert not any(u.any() for u in objs.uses)
 
 
 def test_list_behaves_like_any_list():

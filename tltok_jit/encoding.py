@@ -745,9 +745,9 @@ class Encoding:
         ...
         tltok_jit.errors.DisallowedSpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
         """
-        if (type(text) is str and len(text) <= _HELD_CHARS and allowed_special is _NOTHING_ALLOWED
-                and disallowed_special == "all" and self._added_first_char not in text
-                and num_threads is None and not add_special_tokens):  # tiktoken's defaults, no added token
+        if (type(text) is str and allowed_special is _NOTHING_ALLOWED and disallowed_special == "all"
+                and num_threads is None and not add_special_tokens
+                and self._added_first_char not in text):  # tiktoken's defaults, no added token
             ids = self._held_ids(text)
             if ids is not None:
                 return ids
@@ -773,7 +773,8 @@ class Encoding:
             return self._interim_ids(text, allowed_special, disallowed_special, add_special_tokens)
         return self._to_list(self.encode_to_numpy(text, allowed_special=allowed_special,
                                                   disallowed_special=disallowed_special,
-                                                  add_special_tokens=add_special_tokens, num_threads=num_threads))
+                                                  add_special_tokens=add_special_tokens, num_threads=num_threads),
+                             num_threads)
 
     def count(self, text: str, *, allowed_special: AllowedSpecial = _NOTHING_ALLOWED,
               disallowed_special: DisallowedSpecial = "all") -> int:
@@ -783,9 +784,9 @@ class Encoding:
         >>> enc.count("hello world")
         2
         """
-        if (type(text) is str and len(text) <= _HELD_CHARS and allowed_special is _NOTHING_ALLOWED
-                and disallowed_special == "all" and self._added_first_char not in text):
-            n = self._held_count(text)  # tiktoken's defaults, no added token
+        if (type(text) is str and allowed_special is _NOTHING_ALLOWED and disallowed_special == "all"
+                and self._added_first_char not in text):
+            n = self._held_count(text)  # tiktoken's defaults, no added token (-1: longer than _HELD_CHARS)
             if n >= 0:
                 return n
         if (type(text) is str and len(text) <= _SCRATCH and self._short_path_ok
@@ -817,7 +818,7 @@ class Encoding:
         >>> enc.encode_ordinary("hello <|endoftext|>")[:2]
         [24912, 464]
         """
-        if type(text) is str and len(text) <= _HELD_CHARS and num_threads is None:
+        if type(text) is str and num_threads is None:  # (the kernel refuses a text of > _HELD_CHARS)
             ids = self._held_ids(text)
             if ids is not None:
                 return ids
@@ -841,14 +842,14 @@ class Encoding:
                     return out[:n].tolist()
         if self._serve_interim("single"):
             return self._interim_ids(text, (), ())
-        return self._to_list(self.encode_ordinary_to_numpy(text, num_threads=num_threads))
+        return self._to_list(self.encode_ordinary_to_numpy(text, num_threads=num_threads), num_threads)
 
-    def _to_list(self, ids: np.ndarray) -> list[int]:
+    def _to_list(self, ids: np.ndarray, num_threads: int | None = 1) -> list[int]:
         """ids.tolist(), faster for long outputs: a list of prebuilt int objects (one per vocabulary
-        id), see pylist.py."""
+        id), see pylist.py; a long one filled on the cores `num_threads` allows (resolve_threads)."""
         if len(ids) < 256:
             return ids.tolist()
-        return self._int_object_table().to_list(ids)
+        return self._int_object_table().to_list(ids, resolve_threads(num_threads))
 
     def _int_object_table(self) -> IntObjects:
         """One prebuilt int object per vocabulary id (made once, ~17 ms for o200k): long list results
@@ -1008,8 +1009,8 @@ class Encoding:
             ids, new_offsets = self._pipeline.add_template(ids, new_offsets)
         return ids, new_offsets
 
-    def _split(self, ids: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
-        flat = self._to_list(ids)
+    def _split(self, ids: np.ndarray, offsets: np.ndarray, num_threads: int | None) -> list[list[int]]:
+        flat = self._to_list(ids, num_threads)
         o = offsets.tolist()
         return [flat[o[i]:o[i + 1]] for i in range(len(o) - 1)]
 
@@ -1029,14 +1030,14 @@ class Encoding:
         return self._split(*self.encode_batch_to_numpy(texts, num_threads=num_threads,
                                                        allowed_special=allowed_special,
                                                        disallowed_special=disallowed_special,
-                                                       add_special_tokens=add_special_tokens))
+                                                       add_special_tokens=add_special_tokens), num_threads)
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int = 0) -> list[list[int]]:
         """`encode_ordinary` over a list, in parallel."""
         if self._serve_interim("rows"):
             return self._interim_batch(texts if isinstance(texts, (list, tuple)) else list(texts), (), ())
         data, offsets = self._texts_to_rows(texts if isinstance(texts, (list, tuple)) else list(texts))
-        return self._split(*self.encode_rows(data, offsets, num_threads=num_threads))
+        return self._split(*self.encode_rows(data, offsets, num_threads=num_threads), num_threads)
 
     # ------------------------------------------------------------------ decoding
     def _unknown_token(self, i: int) -> UnknownTokenError:

@@ -18,6 +18,7 @@ import ctypes
 import os
 import platform
 import sys
+import threading
 
 import numba
 import numpy as np
@@ -25,6 +26,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from .kernels.jit import CACHE
+from .threads import on_threads
 
 _ITEMS_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # PyObject_VAR_HEAD, then PyObject **ob_item
 
@@ -59,19 +61,26 @@ def _add_i64(typingctx, addr, value):
     return sig, codegen
 
 
-# The GIL stays held (nogil=False): the kernel changes reference counts.
-@numba.njit(cache=CACHE, nogil=False, boundscheck=False)
-def _fill(items, ids, addrs, uses, seen):
-    """items[i] = addrs[ids[i]] (as PyObject*), then every object's count += its uses.
-    `uses` is all zeros on entry and on exit; `seen` is scratch of the same length."""
+@numba.njit(cache=CACHE, nogil=True, boundscheck=False)
+def _fill(items, ids, lo, hi, addrs, uses, seen):
+    """items[i] = addrs[ids[i]] (as PyObject*) for lo <= i < hi, and uses[t] = how many of those
+    ids are t; seen[:k] = the distinct ids, k returned. No reference count changes (`_add_uses`
+    does that, with the GIL), so parts of one list may be filled on several threads at once."""
     k = 0
-    for i in range(len(ids)):
+    for i in range(lo, hi):
         t = ids[i]
         _store_i64(items + 8 * i, addrs[t])
         if uses[t] == 0:
             seen[k] = t
             k += 1
         uses[t] += 1
+    return k
+
+
+# The GIL stays held (nogil=False): the kernel changes reference counts.
+@numba.njit(cache=CACHE, nogil=False, boundscheck=False)
+def _add_uses(addrs, uses, seen, k):
+    """Every object seen[:k] gets its uses added to its reference count; uses is all zeros again."""
     for j in range(k):
         t = seen[j]
         _add_i64(addrs[t], uses[t])  # ob_refcnt is the object's first field
@@ -80,6 +89,14 @@ def _fill(items, ids, addrs, uses, seen):
 
 class _Filler:
     __slots__ = ()
+
+
+_NEW_LIST = ctypes.pythonapi.PyList_New
+_NEW_LIST.argtypes = [ctypes.c_ssize_t]
+_NEW_LIST.restype = ctypes.py_object
+
+# ids per worker below which filling a list on another thread costs more than it saves
+MIN_IDS_PER_WORKER = 1 << 17
 
 
 def _items_address(lst: list) -> int:
@@ -125,30 +142,57 @@ def available() -> bool:
 
 
 class IntObjects:
-    """The int objects 0 .. n-1, their addresses, and scratch counts (one per vocabulary)."""
+    """The int objects 0 .. n-1, their addresses, and scratch counts (one row per worker, made when
+    a worker first needs it)."""
 
     def __init__(self, n: int) -> None:
         self.objects = np.array(range(n), dtype=object)
         self.addrs = np.fromiter(map(id, self.objects), dtype=np.int64, count=n)
-        self.uses = np.zeros(n, dtype=np.int64)
-        self.seen = np.zeros(n, dtype=np.int64)
+        self.uses: list[np.ndarray] = []
+        self.seen: list[np.ndarray] = []
+        self._lock = threading.Lock()  # the scratch rows are one call's at a time
 
-    def to_list(self, ids: np.ndarray) -> list[int]:
-        """ids (every value < n, else IndexError) as a list of ints."""
-        global _AVAILABLE
+    def _scratch(self, workers: int) -> None:
+        while len(self.uses) < workers:
+            self.uses.append(np.zeros(len(self.addrs), dtype=np.int64))
+            self.seen.append(np.zeros(len(self.addrs), dtype=np.int64))
+
+    def to_list(self, ids: np.ndarray, threads: int = 1) -> list[int]:
+        """ids (every value < n, else IndexError) as a list of ints; a long one is filled on up to
+        `threads` threads."""
         n = len(ids)
         if not _AVAILABLE or n == 0:
             return self.objects[ids].tolist()
         ids = np.ascontiguousarray(ids)
         if int(ids.max()) >= len(self.addrs):  # the kernel does not check
             raise IndexError(f"token id {int(ids.max())} is outside 0..{len(self.addrs) - 1}")
-        filler = _Filler()
-        lst = [filler] * n
+        workers = max(1, min(threads, n // MIN_IDS_PER_WORKER))
+        with self._lock:
+            return self._fill_list(ids, workers)
+
+    def _fill_list(self, ids: np.ndarray, workers: int) -> list[int]:
+        global _AVAILABLE
+        n = len(ids)
+        self._scratch(workers)
+        # a new list's slots are NULL (list_dealloc and the collector skip those) and its item array
+        # is not touched before the kernels write it: on a long list the page faults of its first
+        # writes are much of the cost, and the workers take them in parallel
+        lst = _NEW_LIST(n)
+        items = _items_address(lst)
+        bounds = [n * w // workers for w in range(workers + 1)]
+        distinct = [0] * workers
+
+        def fill(w: int) -> None:
+            distinct[w] = _fill(items, ids, bounds[w], bounds[w + 1], self.addrs, self.uses[w], self.seen[w])
+
         try:
-            _fill(_items_address(lst), ids, self.addrs, self.uses, self.seen)
+            on_threads(workers, fill)
         except Exception:  # noqa: BLE001 - the kernel failed to compile here: never again, gather instead
             _AVAILABLE = False
+            ctypes.memset(items, 0, 8 * n)  # no slot may hold an object it has no reference to
+            for u in self.uses:
+                u[:] = 0
             return self.objects[ids].tolist()
-        # the list no longer holds the filler: give back its n references
-        ctypes.c_ssize_t.from_address(id(filler)).value -= n
+        for w in range(workers):
+            _add_uses(self.addrs, self.uses[w], self.seen[w], distinct[w])
         return lst
