@@ -64,3 +64,27 @@ def test_mask_policy_matches_the_strings(enc):
 
 def test_exported_type():
     assert tltok_jit.SpecialPolicy is SpecialPolicy
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_first_refused_token_found_at_any_offset(enc, seed):
+    """The added-token search skips eight bytes at a time: a token (or a lone first byte) at every
+    offset around those steps is found where str.find finds it, after multi-byte text too."""
+    from tltok_jit.kernels.encode import find_added
+    from tltok_jit.text import text_to_buf
+
+    rng = np.random.default_rng(seed)
+    policy = enc.special_policy()
+    fill = "ab<c é中 x\n"
+    for _ in range(200):
+        head = "".join(rng.choice(list(fill), int(rng.integers(0, 40))))
+        tail = "".join(rng.choice(list(fill), int(rng.integers(0, 12))))
+        tok = ["<|endoftext|>", "<|endofprompt|>", "<|endoftext", "<"][int(rng.integers(0, 4))]
+        text = head + tok + tail
+        buf = text_to_buf(text)
+        pos, idx = find_added(buf, 0, len(buf), enc.facade.tables, policy.disallowed)
+        want = [(text.encode().find(t.encode()), t) for t in ("<|endoftext|>", "<|endofprompt|>")]
+        want = min((p, t) for p, t in want if p >= 0) if any(p >= 0 for p, _ in want) else (-1, None)
+        assert pos == want[0], text
+        if pos >= 0:
+            assert enc.facade.compiled.added[idx].content == want[1]
