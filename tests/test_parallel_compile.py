@@ -137,18 +137,34 @@ def test_stages_as_ready_stops_without_a_worker(monkeypatch):
 
 
 def test_engine_args_have_the_types_the_kernels_pass(ours):
-    """warm_engine compiles the variant every stage then loads: the argument types of the tables,
-    piece cache and scratch a real Encoding hands its kernels."""
+    """warm_engine compiles the variant every stage then loads: the argument types of the handle
+    (tables and piece cache) and scratch a real Encoding hands its kernels."""
     import numba
     import numpy as np
 
+    from tltok_jit.kernels.handle import handle_of
+    from tltok_jit.kernels.handle_layout import HANDLE_LEN, handle_in
+    from tltok_jit.kernels.jit import stack_array
     from tltok_jit.text import read_only_view
 
     enc = ours("r50k_base")
     cache, work = enc.facade.serial_workspace()
     buf = read_only_view(np.frombuffer(b"hello", dtype=np.uint8))
-    real = (buf, np.zeros(3, dtype=np.int64), 1, enc.facade.tables, np.empty(8, dtype=np.uint32), cache, 0, work[0])
+    real = (buf, np.zeros(3, dtype=np.int64), 1, handle_of(enc.facade.tables, cache), np.empty(8, dtype=np.uint32),
+            0, work[0])
     assert [numba.typeof(a) for a in warm_worker.engine_args()] == [numba.typeof(a) for a in real]
+    # the handle a kernel writes in its own stack frame (rows, Arrow blocks, the stream encoder) has
+    # the type of one made in Python: one variant of the engine
+    @numba.njit
+    def take(h):
+        return h[0]
+
+    @numba.njit
+    def probe(T, cache):
+        return take(handle_in(T, cache, stack_array(HANDLE_LEN, np.int64)))
+
+    assert probe(enc.facade.tables, cache) == real[3][0]
+    assert take.signatures == [(numba.typeof(real[3]),)]
 
 
 @pytest.mark.parametrize(("value", "stages"), [

@@ -83,14 +83,12 @@ def warm_stream(enc, threads=(1, 2)) -> None:
 def engine_args() -> tuple:
     """Arguments of the types every stage calls the piece engine (`encode_ordinary_spans`: the
     scanners, the merges, the piece cache) with, made without building any table."""
-    from .kernels.cache import new_cache
-    from .kernels.handle import TABLE_DTYPES
-    from .kernels.layout import Tables
+    from .kernels.handle_layout import HANDLE_LEN
     from .text import read_only
 
-    T = Tables(*(read_only(np.zeros(1, dtype=dt)) for dt in TABLE_DTYPES))
-    return (read_only(np.zeros(1, dtype=np.uint8)), np.zeros(3, dtype=np.int64), 0, T, np.zeros(1, dtype=np.uint32),
-            new_cache(1), 0, np.zeros(1, dtype=np.int64))
+    return (read_only(np.zeros(1, dtype=np.uint8)), np.zeros(3, dtype=np.int64), 0,
+            read_only(np.zeros(HANDLE_LEN, dtype=np.int64)), np.zeros(1, dtype=np.uint32), 0,
+            np.zeros(1, dtype=np.int64))
 
 
 def warm_engine() -> None:

@@ -12,6 +12,7 @@ import numpy as np
 from numba import uint64
 
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_has, short_put, short_slot
+from .handle_layout import HANDLE_LEN, cache_of, handle_in, tables_of
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
 from .jit import borrow, njit, prefetch, stack_array
 from .merge import SIDE_PIECE, merge_piece, merge_side_by_side
@@ -60,19 +61,21 @@ def encode_ordinary_span(buf, start, end, T, out, op, cache, w, work):
     spans[0] = start
     spans[1] = end
     spans[2] = op
-    encode_ordinary_spans(buf, spans, 1, T, out, cache, w, work)
+    encode_ordinary_spans(buf, spans, 1, handle_in(T, cache, stack_array(HANDLE_LEN, np.int64)), out, w, work)
     return op + spans[2]
 
 
 @njit
-def encode_ordinary_spans(buf, spans, n_spans, T, out, cache, w, work):
+def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
     """Encode the texts buf[spans[3k]:spans[3k+1]], k < n_spans (no added tokens), each one's ids at
-    out[spans[3k+2]:]; spans[3k+2] becomes how many were written.
+    out[spans[3k+2]:]; spans[3k+2] becomes how many were written. The tables and worker w's piece
+    cache are those of the handle h (handle_layout).
 
-    Many texts per call because the call itself costs: numba updates the reference count of every
-    array it unpacks from `T` and `cache` (atomically), about as much as encoding a short string. The
-    piece loop is written out here for the same reason: a per-piece call taking `T` would cost more
-    than the piece."""
+    A handle, not the two named tuples: passing their 32 arrays cost more than encoding a short
+    string. Many texts per call, and the piece loop written out here, for the same reason: a
+    per-piece call taking `T` would cost more than the piece."""
+    T = tables_of(h)
+    cache = cache_of(h)
     kind = T.config[CFG_PATTERN]
     words = kind < PAT_WHOLE  # every scanner ends common ASCII pieces alike (scan.ascii_piece_end)
     any_prefix = kind != PAT_GPT2 and kind != PAT_GPT2_DIGITS
@@ -389,7 +392,7 @@ def encode_packed_spans(buf, spans, rows, ns, starts, s0, r0, T, out, counts, ca
     span order; counts[rows[j] - r0] = each row's ids. Returns the new fill."""
     if ns == 0:
         return fill
-    encode_ordinary_spans(buf, spans, ns, T, out, cache, w, vals)
+    encode_ordinary_spans(buf, spans, ns, handle_in(T, cache, stack_array(HANDLE_LEN, np.int64)), out, w, vals)
     fb = fill
     for j in range(ns):
         c = spans[3 * j + 2]

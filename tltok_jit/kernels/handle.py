@@ -1,14 +1,11 @@
-"""The tables and one worker's scratch behind one array of addresses, for calls on short texts.
+"""Handles for calls on short texts: the tables and one worker's scratch behind one array of addresses.
 
 Calling a kernel costs numba an unboxing per array argument (~80 ns each: type check, data pointer,
 shape, a reference count), and the tables and the piece cache are 32 arrays: more than encoding a
-20-character string. `encode_text_at` takes one int64 array holding each array's address and shape
-and rebuilds the same named tuples inside the kernel (jit.view_ro / view_rw: no copy, no reference
-count), so `encode_span` runs with exactly the argument types it has everywhere else (one variant).
-
-Layout of a handle (`handle_of`): for each field of Tables, in order, (address, length); then for
-each field of PieceCache, (address, its dimensions). The Python side keeps every array alive for as
-long as the handle is used (the Encoding holds both).
+20-character string. `handle_of` writes their addresses and shapes into one int64 array (the
+layout and the kernels' views of it: handle_layout.py); `encode_text_at` takes it and hands it to
+the piece engine as it is. The Python side keeps every array alive for as long as the handle is
+used (the Encoding holds both).
 
 A call handle (`call_handle_of`) is a handle followed by (address, length) of one thread's id
 scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch, a flag (shared by
@@ -27,20 +24,10 @@ from numba.cpython.unicode import _get_code_point
 
 from .cache import PieceCache
 from .encode import encode_ordinary_spans, encode_span
+from .handle_layout import CACHE_DTYPES, HANDLE_LEN, TABLE_DTYPES, cache_of, tables_of, write_handle
 from .jit import njit, stack_array, view_ro, view_rw
-from .layout import Tables
 from .pyresult import acquire_gil, id_list, id_list_shared, py_int, py_none, release_gil
 from .utf8 import str_data8 as _data8
-
-# dtype of each Tables field, in order (tables.Tables); handle_of checks the arrays against it
-TABLE_DTYPES = (np.uint8, np.int64, np.int32, np.uint64, np.uint64, np.uint64, np.int32, np.uint64, np.int32,
-                np.int64, np.uint16, np.uint8, np.int32, np.int32, np.uint8, np.int32, np.int32, np.int32,
-                np.uint64, np.uint8, np.int64, np.int32, np.int32, np.uint64, np.int64)
-CACHE_DTYPES = ((np.uint64, 2), (np.int32, 3), (np.uint8, 2), (np.uint32, 2), (np.int64, 2), (np.uint64, 2),
-                (np.uint64, 2))
-_CACHE_AT = 2 * len(TABLE_DTYPES)
-HANDLE_LEN = _CACHE_AT + sum(1 + nd for _, nd in CACHE_DTYPES)
-
 
 CALL_LEN = HANDLE_LEN + 11
 # encode_str_call keeps the GIL for a text of at most this many characters: releasing and taking it
@@ -81,26 +68,18 @@ def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: n
 
 def handle_of(T, cache: PieceCache) -> np.ndarray:
     """int64 addresses and shapes of T's and cache's arrays (see the module docstring)."""
-    h = []
     if len(T) != len(TABLE_DTYPES):
         raise ValueError(f"Tables has {len(T)} fields, the handle layout {len(TABLE_DTYPES)}")
     for a, dt in zip(T, TABLE_DTYPES):
         if a.dtype != dt or a.ndim != 1 or not a.flags.c_contiguous or a.flags.writeable:
             raise ValueError(f"table array {a.dtype}[{a.ndim}] does not match the handle layout ({np.dtype(dt)})")
-        h += [a.ctypes.data, len(a)]
     for a, (dt, nd) in zip(cache, CACHE_DTYPES):
         if a.dtype != dt or a.ndim != nd or not a.flags.c_contiguous or not a.flags.writeable:
             raise ValueError(f"cache array {a.dtype}[{a.ndim}] does not match the handle layout")
-        h += [a.ctypes.data, *a.shape]
-    out = np.array(h, dtype=np.int64)
-    assert len(out) == HANDLE_LEN
+    out = np.zeros(HANDLE_LEN, dtype=np.int64)
+    write_handle(T, cache, out)
     out.flags.writeable = False
     return out
-
-
-@njit(inline="always")
-def _t(h, k, dt):
-    return view_ro(h[2 * k], (h[2 * k + 1],), dt)
 
 
 @njit
@@ -198,29 +177,14 @@ def encode_str_call(ca, as_list, s):
 @njit
 def encode_text_at(buf, h, allowed, any_allowed, out, vals):
     """encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, 0, vals) with T and worker 0's cache
-    rebuilt from the handle `h`; returns the number of ids written to out."""
-    T = Tables(_t(h, 0, np.uint8), _t(h, 1, np.int64), _t(h, 2, np.int32), _t(h, 3, np.uint64),
-                _t(h, 4, np.uint64), _t(h, 5, np.uint64), _t(h, 6, np.int32), _t(h, 7, np.uint64),
-                _t(h, 8, np.int32), _t(h, 9, np.int64), _t(h, 10, np.uint16), _t(h, 11, np.uint8),
-                _t(h, 12, np.int32), _t(h, 13, np.int32), _t(h, 14, np.uint8), _t(h, 15, np.int32),
-                _t(h, 16, np.int32), _t(h, 17, np.int32), _t(h, 18, np.uint64), _t(h, 19, np.uint8),
-                _t(h, 20, np.int64), _t(h, 21, np.int32), _t(h, 22, np.int32), _t(h, 23, np.uint64),
-                _t(h, 24, np.int64))
-    c = _CACHE_AT
-    cache = PieceCache(view_rw(h[c], (h[c + 1], h[c + 2]), np.uint64),
-                       view_rw(h[c + 3], (h[c + 4], h[c + 5], h[c + 6]), np.int32),
-                       view_rw(h[c + 7], (h[c + 8], h[c + 9]), np.uint8),
-                       view_rw(h[c + 10], (h[c + 11], h[c + 12]), np.uint32),
-                       view_rw(h[c + 13], (h[c + 14], h[c + 15]), np.int64),
-                       view_rw(h[c + 16], (h[c + 17], h[c + 18]), np.uint64),
-                       view_rw(h[c + 19], (h[c + 20], h[c + 21]), np.uint64))
+    those of the handle `h`; returns the number of ids written to out."""
     if any_allowed:
-        return encode_span(buf, 0, len(buf), T, allowed, any_allowed, out, 0, cache, 0, vals)
-    # straight to the span loop: each call level between here and it costs ~0.3 us (the reference
-    # counts and copies of the 32 arrays of T and cache), more than encoding 20 characters
+        return encode_span(buf, 0, len(buf), tables_of(h), allowed, any_allowed, out, 0, cache_of(h), 0, vals)
+    # straight to the span loop, with the handle itself: each call level between here and it that
+    # passes the tables' and the cache's arrays costs more than encoding 20 characters
     spans = stack_array(3, np.int64)
     spans[0] = 0
     spans[1] = len(buf)
     spans[2] = 0
-    encode_ordinary_spans(buf, spans, 1, T, out, cache, 0, vals)
+    encode_ordinary_spans(buf, spans, 1, h, out, 0, vals)
     return spans[2]

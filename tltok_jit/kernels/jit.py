@@ -503,6 +503,20 @@ def data_ptr(typingctx, arr):
 
 
 @numba.extending.intrinsic
+def address_of(typingctx, arr):
+    """The data address of a contiguous array as an int64 (a handle's entry: see handle_layout)."""
+    if not isinstance(arr, numba.types.Array) or arr.layout != "C":
+        return None
+    sig = numba.types.int64(arr)
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        return builder.ptrtoint(data, context.get_value_type(numba.types.int64))
+
+    return sig, codegen
+
+
+@numba.extending.intrinsic
 def store_u64(typingctx, ptr, i, value):
     """Write `value` to the 8 bytes at ptr[i:i + 8] (one unaligned store, native byte order); the
     caller guarantees they are inside the array."""
