@@ -32,7 +32,7 @@ a prefix that is final for each stage given a final input prefix is final for th
 (Dalirrooyfard & Ye, Claim 4.19). The pending text is `buf[0:n]`, complete characters only.
 
 1. Seg. encode scans left to right and takes at the first position where an allowed added token
-   matches the longest one (`match_added`). Position i is *pending* when `buf[i:n]` is a proper
+   matches the longest one (`match_in_trie`). Position i is *pending* when `buf[i:n]` is a proper
    prefix of a path in the added-token trie (of any special token: allowed ones may still match or
    grow, disallowed ones are held so no id ever covers their bytes). Text before the leftmost pending
    position is settled ordinary text; a match at a non-pending position is final. So at most

@@ -4,7 +4,7 @@ text, then the text between them normalized as soon as no continuation can chang
 `tokenizers` matches added tokens (not `normalized`) in the raw text and normalizes each text
 between two of them on its own, so the splitter here does the same, online:
 
-* Added tokens: the leftmost match, the longest one there, as the kernels' `match_added`. A position
+* Added tokens: the leftmost match, the longest one there, as the kernels' `match_in_trie`. A position
   whose rest of the text is a proper prefix of some added token is *pending* (a longer or a first
   match may still come); the first pending position and what follows it are held. A match that
   starts before it is final (no longer token can match there, no earlier position can start one).

@@ -176,8 +176,9 @@ def _scan_check(buf, i, e, tab):
 @njit
 def _check_from(buf, i, e, T, dmask, tab):
     """The slow part of `_validate`, from a possible token start at i: (status, position, token index)."""
+    trie = K.added_trie(T)
     while True:
-        t, ln = K.match_added(buf, i, e, T, dmask)
+        t, ln = K.match_in_trie(buf, i, e, trie, dmask)
         if t >= 0:
             return np.int64(ST_DISALLOWED), np.int64(i), np.int64(t)
         if buf[i] < 0x80:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .encode import encode_ordinary_span, match_added
+from .encode import added_trie, encode_ordinary_span, match_in_trie
 from .hashing import hash_bytes, vocab_lookup
 from .jit import njit
 from .merge import merge_symbols
@@ -34,11 +34,13 @@ def split_added(buf, T, allowed):
     idx = np.empty(16, dtype=np.int64)
     k = 0
     i = 0
+    trie = added_trie(T)
+    root = trie[0]
     while i < n:
-        if T.trie_root[buf[i]] < 0:
+        if root[buf[i]] < 0:
             i += 1
             continue
-        t, ln = match_added(buf, i, n, T, allowed)
+        t, ln = match_in_trie(buf, i, n, trie, allowed)
         if t < 0:
             i += 1
             continue
