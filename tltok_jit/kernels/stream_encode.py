@@ -35,7 +35,7 @@ from ..unicode.classes import (
     CLS_OTHER,
     CLS_SPACE,
 )
-from .encode import CFG_PATTERN, encode_ordinary_span
+from .encode import CFG_PATTERN, added_trie, encode_ordinary_span
 from .jit import njit, readonly
 from .trees import compat_fast as _compat_fast
 from .trees import merges_to_pair
@@ -376,29 +376,31 @@ def _record_block(kind, buf, f, k, end, st, s1, s2):
 
 
 @njit(inline="always")
-def seg_match(buf, i, end, T, allowed):
+def seg_match(buf, i, end, trie, allowed):
     """Leftmost-longest allowed added token at i: (index, length, pending). `pending`: the text ends
-    inside a trie path that continues, so a longer (or a first) match may still come."""
-    node = T.trie_root[buf[i]]
+    inside a trie path that continues, so a longer (or a first) match may still come. `trie`:
+    encode.added_trie(T), taken once by the caller."""
+    root, edge_start, edge_byte, edge_child, token = trie
+    node = root[buf[i]]
     best = -1
     best_len = 0
     j = i + 1
     pending = False
     while node >= 0:
-        t = T.trie_token[node]
+        t = token[node]
         if t >= 0 and allowed[t]:
             best = t
             best_len = j - i
-        e0 = T.trie_edge_start[node]
-        e1 = T.trie_edge_start[node + 1]
+        e0 = edge_start[node]
+        e1 = edge_start[node + 1]
         if j >= end:
             pending = e1 > e0
             break
         c = buf[j]
         child = -1
         for e in range(e0, e1):
-            if T.trie_edge_byte[e] == c:
-                child = T.trie_edge_child[e]
+            if edge_byte[e] == c:
+                child = edge_child[e]
                 break
         node = child
         j += 1
@@ -817,11 +819,13 @@ def stream_step(buf, n, st, T, TP, drop, allowed, any_allowed, hold, final, out,
     i = st[S_SEG]
     safe_end = n
     if hold:
+        trie = added_trie(T)
+        root = trie[0]
         while i < n:
-            if T.trie_root[buf[i]] < 0:
+            if root[buf[i]] < 0:
                 i += 1
                 continue
-            t, ln, pending = seg_match(buf, i, n, T, allowed)
+            t, ln, pending = seg_match(buf, i, n, trie, allowed)
             if pending and not final:
                 safe_end = i
                 break
