@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 
 from tltok_jit.decoder_chain import DecoderChain
@@ -189,3 +190,26 @@ def test_registries_name_their_class(registry):
         assert cls.__name__ == name and issubclass(cls, base) and callable(cls.from_json)
     with pytest.raises(UnsupportedTokenizerError):
         read_stages({"type": ["not", "a", "name"]}, WHERE, "x", "xs", registry, "supported")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_with_bytes_matches_a_plain_scan(seed):
+    """The kernel that sends rows to Python's text path (a non-ASCII byte under NFC, a byte the
+    vocabulary lacks) finds a flagged byte at any offset, in rows of any length, empty ones too."""
+    from tltok_jit.kernels.encode_chars import rows_with_bytes
+    from tltok_jit.text import read_only
+
+    rng = np.random.default_rng(seed)
+    lut = np.zeros(256, dtype=np.uint8)
+    lut[rng.choice(256, int(rng.integers(1, 4)), replace=False)] = 1
+    plain = np.flatnonzero(lut == 0)
+    data = rng.choice(plain, 5000).astype(np.uint8)
+    flagged = rng.choice(5000, 40, replace=False)
+    data[flagged] = rng.choice(np.flatnonzero(lut), 40)
+    cuts = np.sort(rng.choice(np.arange(1, 5000), 300, replace=False))
+    offsets = np.concatenate(([int(rng.integers(0, 20))], cuts, cuts[-5:], [5000])).astype(np.int64)
+    offsets = np.maximum.accumulate(offsets)
+    out = np.zeros(len(offsets) - 1, dtype=bool)
+    rows_with_bytes(read_only(lut), read_only(data), read_only(offsets), out)
+    want = [bool(lut[data[a:b]].any()) for a, b in zip(offsets[:-1], offsets[1:])]
+    assert out.tolist() == want and any(want) and not all(want)

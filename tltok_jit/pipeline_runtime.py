@@ -16,7 +16,7 @@ import unicodedata
 import numpy as np
 
 from .decoder_chain import DecoderChain
-from .kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows, split_added
+from .kernels.encode_chars import encode_chars_rows, encode_rows_plain, pack_rows, rows_with_bytes, split_added
 from .kernels.hashing import token_id_of_bytes
 from .kernels.scan import PAT_WHOLE, piece_ends
 from .loaders.hf_json import HFPipeline
@@ -25,7 +25,7 @@ from .pipeline.normalizers import NFC, normalize
 from .pipeline.pre_tokenizers import pre_tokenize
 from .special_policy import SpecialPolicy
 from .tables import table_config, with_config
-from .text import text_to_utf8
+from .text import read_only, read_only_view, text_to_utf8
 
 __all__ = ["HFRuntime", "KernelPipeline"]
 
@@ -234,16 +234,9 @@ class HFRuntime(KernelPipeline):
     @staticmethod
     def _rows_with(lut: np.ndarray, arr: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """bool per row: whether the row holds a byte b with lut[b]."""
-        n = len(offsets) - 1
-        out = np.zeros(n, dtype=bool)
-        if not n:
-            return out
-        a0 = int(offsets[0])
-        flags = lut[arr[a0:int(offsets[-1])]]
-        nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
-        if len(nonempty):
-            # consecutive rows cover the data contiguously: reduceat over the starts of the non-empty ones
-            out[nonempty] = np.logical_or.reduceat(flags, offsets[:-1][nonempty] - a0)
+        out = np.zeros(len(offsets) - 1, dtype=bool)
+        rows_with_bytes(read_only(lut.astype(np.uint8)), read_only_view(arr),
+                        read_only_view(np.ascontiguousarray(offsets, dtype=np.int64)), out)
         return out
 
     def _encode_rows_char_level(self, arr, offsets, valid, amask, any_allowed: bool):

@@ -48,6 +48,7 @@ def warm_hf(enc, threads=(1, 2)) -> None:
     for t in [*WARM_TEXTS, "e\u0301 <|endoftext|> x\x04y", "\x04\x06 1 2"]:
         hf.encode(t, allowed_special="all")
         hf.encode_ordinary(t)
+    hf.encode_batch([*WARM_TEXTS, "e\u0301 x\x04y"], num_threads=1, allowed_special="all")  # which rows need Python
 
 
 def warm_rows(enc, threads=(1, 2)) -> None:

@@ -1,5 +1,6 @@
 """Kernels for the Hugging Face pipelines that the byte-level encode loop does not cover.
 
+* `rows_with_bytes`: which rows hold a byte of a set (those go through Python's text path).
 * `split_added`: every allowed added token of a text at once (leftmost-longest, as `encode_span`
   finds them), so Python can normalize the text between them segment by segment.
 * `encode_rows_plain`: rows encoded one by one with the tables' own pretokenizer kind (with
@@ -133,3 +134,22 @@ def pack_rows(out, offsets, counts, dst):
             dst[p + k] = out[src + k]
         p += counts[r]
     return p
+
+
+@njit
+def rows_with_bytes(lut, data, offsets, out):
+    """out[r] = whether row r, data[offsets[r]:offsets[r + 1]], holds a byte b with lut[b] != 0 (lut:
+    uint8[256]). Eight bytes at a time while none is flagged; a row stops at its first flagged byte."""
+    for r in range(len(offsets) - 1):
+        i = offsets[r]
+        e = offsets[r + 1]
+        while i + 8 <= e and (lut[data[i]] | lut[data[i + 1]] | lut[data[i + 2]] | lut[data[i + 3]]
+                              | lut[data[i + 4]] | lut[data[i + 5]] | lut[data[i + 6]] | lut[data[i + 7]]) == 0:
+            i += 8
+        hit = False
+        while i < e:
+            if lut[data[i]] != 0:
+                hit = True
+                break
+            i += 1
+        out[r] = hit
