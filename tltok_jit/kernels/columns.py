@@ -23,7 +23,7 @@ from . import encode as K
 from .column_cuts import find_cut
 from .handle_layout import HANDLE_LEN, cache_of, handle_in, tables_of
 from .jit import borrow, fetch_add, njit, stack_array
-from .utf8 import decode_cp
+from .utf8 import decode_cp, skip_unflagged8
 
 LAYOUT_OFFSETS = 0  # string / binary / large_*: data[off[r]:off[r+1]]
 LAYOUT_VIEWS = 1  # string_view / binary_view
@@ -154,11 +154,7 @@ def _scan_check(buf, i, e, tab):
     (2, pos) for a byte that may start a checked added token (tab bit 2), or (0, e). Plain ASCII is
     skipped 8 bytes at a time (tab[b] == 0)."""
     while i < e:
-        while i + 8 <= e:
-            if (tab[buf[i]] | tab[buf[i + 1]] | tab[buf[i + 2]] | tab[buf[i + 3]] | tab[buf[i + 4]]
-                    | tab[buf[i + 5]] | tab[buf[i + 6]] | tab[buf[i + 7]]) != 0:
-                break
-            i += 8
+        i = skip_unflagged8(tab, buf, i, e)
         if i >= e:
             break
         x = tab[buf[i]]
@@ -179,7 +175,7 @@ def _check_from(buf, i, e, T, dmask, tab):
     """The slow part of `_validate`, from a possible token start at i: (status, position, token index)."""
     trie = K.added_trie(T)
     while True:
-        t, ln = K.match_in_trie(buf, i, e, trie, dmask)
+        t, ln, _ = K.match_in_trie(buf, i, e, trie, dmask)
         if t >= 0:
             return np.int64(ST_DISALLOWED), np.int64(i), np.int64(t)
         if buf[i] < 0x80:
@@ -211,10 +207,10 @@ def _validate(buf, a, e, T, dmask, tab):
 
 
 @njit(inline="always")  # one caller (drive): a kernel of its own is one more copy of the engine for LLVM
-def _run_block(k, w, bufs, T, cache, job, fill):
+def _run_block(k, w, bufs, T, cache, handle, job, fill):
     """Encode (or count) block k on worker w: the tail of a row cut at bb[k] (counted in heads[k]), then
     the rows starting in [bb[k], bb[k+1]) (counts[r]), the last one up to bb[k+1]; their ids go to
-    out[w] from `fill` on, in that order. Returns the new fill."""
+    out[w] from `fill` on, in that order. Returns the new fill. `handle`: that of T and cache."""
     # the fields by name, once per block
     layout = job.layout
     views = job.views
@@ -304,7 +300,7 @@ def _run_block(k, w, bufs, T, cache, job, fill):
                 rows[ns] = r
                 ns += 1
                 if ns == K.SPAN_BATCH:
-                    fill = K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, T, out, counts, cache, w, wv, fill)
+                    fill = K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, handle, out, counts, w, wv, fill)
                     ns = 0
             elif counting:
                 counts[r] = count_span(buf, ps, pe, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
@@ -314,12 +310,12 @@ def _run_block(k, w, bufs, T, cache, job, fill):
         elif st == ST_INVALID_UTF8:
             flags[r] = 1
         else:
-            fill = K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, T, out, counts, cache, w, wv, fill)
+            fill = K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, handle, out, counts, w, wv, fill)
             hits[k, 0] = r
             hits[k, 1] = v - ps
             hits[k, 2] = t
             return fill
-    return K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, T, out, counts, cache, w, wv, fill)
+    return K.encode_packed_spans(buf, spans, rows, ns, off, s0, 0, handle, out, counts, w, wv, fill)
 
 
 @njit
@@ -350,7 +346,7 @@ def drive(w, counter, wbytes, bufs, T, cache, job, serial):
         if k >= nb:
             break
         wbytes[w] += bb[k + 1] - bb[k]
-        fill = _run_block(k, w, bufs, T, cache, job, fill)
+        fill = _run_block(k, w, bufs, T, cache, h, job, fill)
         if serial and hits[k, 0] >= 0:
             for j in range(k + 1, nb):
                 hits[j, 0] = -1

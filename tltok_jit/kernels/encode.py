@@ -316,21 +316,25 @@ def added_trie(T):
 
 @njit(inline="always")
 def match_in_trie(buf, i, end, trie, allowed):
-    """Leftmost-longest allowed added token starting at buf[i]: (token index, length) or (-1, 0)."""
+    """Leftmost-longest allowed added token starting at buf[i]: (token index, length, pending), or
+    (-1, 0, pending). `pending`: the text ends inside a trie path that continues, so a longer (or a
+    first) match may still come (the stream encoder holds such a start back)."""
     root, edge_start, edge_byte, edge_child, token = trie
     node = root[buf[i]]
     best = -1
     best_len = 0
     j = i + 1
+    pending = False
     while node >= 0:
         t = token[node]
         if t >= 0 and allowed[t]:
             best = t
             best_len = j - i
-        if j >= end:
-            break
         e0 = edge_start[node]
         e1 = edge_start[node + 1]
+        if j >= end:
+            pending = e1 > e0
+            break
         c = buf[j]
         child = -1
         for e in range(e0, e1):
@@ -339,7 +343,7 @@ def match_in_trie(buf, i, end, trie, allowed):
                 break
         node = child
         j += 1
-    return best, best_len
+    return best, best_len, pending
 
 
 @njit
@@ -355,7 +359,7 @@ def encode_span(buf, start, end, T, allowed, any_allowed, out, op, cache, w, val
         if root[buf[i]] < 0:
             i += 1
             continue
-        t, ln = match_in_trie(buf, i, end, trie, allowed)
+        t, ln, _ = match_in_trie(buf, i, end, trie, allowed)
         if t < 0:
             i += 1
             continue
@@ -382,7 +386,7 @@ def find_added(buf, start, end, T, mask):
         if i >= end:
             break
         if root[buf[i]] >= 0:
-            t, ln = match_in_trie(buf, i, end, trie, mask)
+            t, ln, _ = match_in_trie(buf, i, end, trie, mask)
             if t >= 0:
                 return i, t
         i += 1
@@ -400,13 +404,13 @@ def find_added_rows(data, offsets, T, mask):
 
 
 @njit(inline="always")
-def encode_packed_spans(buf, spans, rows, ns, starts, s0, r0, T, out, counts, cache, w, vals, fill):
-    """encode_ordinary_spans of a batch of rows whose span j was given the output offset
+def encode_packed_spans(buf, spans, rows, ns, starts, s0, r0, h, out, counts, w, vals, fill):
+    """encode_ordinary_spans (handle h) of a batch of rows whose span j was given the output offset
     fill + (starts[rows[j]] - s0) (room for its ids: ids <= bytes), then their ids packed at fill in
     span order; counts[rows[j] - r0] = each row's ids. Returns the new fill."""
     if ns == 0:
         return fill
-    encode_ordinary_spans(buf, spans, ns, handle_in(T, cache, stack_array(HANDLE_LEN, np.int64)), out, w, vals)
+    encode_ordinary_spans(buf, spans, ns, h, out, w, vals)
     fb = fill
     for j in range(ns):
         c = spans[3 * j + 2]
@@ -430,6 +434,7 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
         # then packed at fill
         spans = np.empty(3 * SPAN_BATCH, dtype=np.int64)
         rows = np.empty(SPAN_BATCH, dtype=np.int64)
+        h = handle_in(T, cache, stack_array(HANDLE_LEN, np.int64))
         ns = 0
         s0 = np.int64(0)
         for r in range(r_lo, r_hi):
@@ -444,10 +449,9 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
             rows[ns] = r
             ns += 1
             if ns == SPAN_BATCH:
-                fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, T, out, counts, cache, w, vals,
-                                           fill)
+                fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, h, out, counts, w, vals, fill)
                 ns = 0
-        fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, T, out, counts, cache, w, vals, fill)
+        fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, h, out, counts, w, vals, fill)
         return fill
     for r in range(r_lo, r_hi):
         if valid[r] == 0:

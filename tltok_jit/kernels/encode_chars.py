@@ -22,7 +22,7 @@ from .encode import added_trie, encode_ordinary_span, match_in_trie
 from .hashing import hash_bytes, vocab_lookup
 from .jit import njit
 from .merge import merge_symbols
-from .utf8 import decode_cp
+from .utf8 import decode_cp, skip_unflagged8
 
 
 @njit
@@ -41,7 +41,7 @@ def split_added(buf, T, allowed):
         if root[buf[i]] < 0:
             i += 1
             continue
-        t, ln = match_in_trie(buf, i, n, trie, allowed)
+        t, ln, _ = match_in_trie(buf, i, n, trie, allowed)
         if t < 0:
             i += 1
             continue
@@ -141,11 +141,8 @@ def rows_with_bytes(lut, data, offsets, out):
     """out[r] = whether row r, data[offsets[r]:offsets[r + 1]], holds a byte b with lut[b] != 0 (lut:
     uint8[256]). Eight bytes at a time while none is flagged; a row stops at its first flagged byte."""
     for r in range(len(offsets) - 1):
-        i = offsets[r]
         e = offsets[r + 1]
-        while i + 8 <= e and (lut[data[i]] | lut[data[i + 1]] | lut[data[i + 2]] | lut[data[i + 3]]
-                              | lut[data[i + 4]] | lut[data[i + 5]] | lut[data[i + 6]] | lut[data[i + 7]]) == 0:
-            i += 8
+        i = skip_unflagged8(lut, data, offsets[r], e)
         hit = False
         while i < e:
             if lut[data[i]] != 0:

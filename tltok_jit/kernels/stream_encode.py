@@ -35,7 +35,7 @@ from ..unicode.classes import (
     CLS_OTHER,
     CLS_SPACE,
 )
-from .encode import CFG_PATTERN, added_trie, encode_ordinary_span
+from .encode import CFG_PATTERN, added_trie, encode_ordinary_span, match_in_trie
 from .jit import njit, readonly
 from .trees import compat_fast as _compat_fast
 from .trees import merges_to_pair
@@ -370,41 +370,6 @@ def _record_block(kind, buf, f, k, end, st, s1, s2):
     st[S_BLK] = _block_kind(kind, buf, f, k, end, s1, s2)
     st[S_BLKPIECE] = st[S_PIECE]
     st[S_BLKEND] = end
-
-
-# ------------------------------------------------------------------------------------ added tokens
-
-
-@njit(inline="always")
-def seg_match(buf, i, end, trie, allowed):
-    """Leftmost-longest allowed added token at i: (index, length, pending). `pending`: the text ends
-    inside a trie path that continues, so a longer (or a first) match may still come. `trie`:
-    encode.added_trie(T), taken once by the caller."""
-    root, edge_start, edge_byte, edge_child, token = trie
-    node = root[buf[i]]
-    best = -1
-    best_len = 0
-    j = i + 1
-    pending = False
-    while node >= 0:
-        t = token[node]
-        if t >= 0 and allowed[t]:
-            best = t
-            best_len = j - i
-        e0 = edge_start[node]
-        e1 = edge_start[node + 1]
-        if j >= end:
-            pending = e1 > e0
-            break
-        c = buf[j]
-        child = -1
-        for e in range(e0, e1):
-            if edge_byte[e] == c:
-                child = edge_child[e]
-                break
-        node = child
-        j += 1
-    return best, best_len, pending
 
 
 # ------------------------------------------------------------------------------------ long pieces
@@ -825,7 +790,7 @@ def stream_step(buf, n, st, T, TP, drop, allowed, any_allowed, hold, final, out,
             if root[buf[i]] < 0:
                 i += 1
                 continue
-            t, ln, pending = seg_match(buf, i, n, trie, allowed)
+            t, ln, pending = match_in_trie(buf, i, n, trie, allowed)
             if pending and not final:
                 safe_end = i
                 break

@@ -42,6 +42,16 @@ def decode_cp(buf, i, end):
 
 
 @njit(inline="always")
+def skip_unflagged8(tab, buf, i, e):
+    """From i, past every group of eight bytes none of which is flagged (tab[b] == 0) while eight
+    remain before e: where a byte-by-byte look has to start."""
+    while i + 8 <= e and (tab[buf[i]] | tab[buf[i + 1]] | tab[buf[i + 2]] | tab[buf[i + 3]] | tab[buf[i + 4]]
+                          | tab[buf[i + 5]] | tab[buf[i + 6]] | tab[buf[i + 7]]) == 0:
+        i += 8
+    return i
+
+
+@njit(inline="always")
 def cp_class(cp, stage1, stage2):
     """The class code (unicode.classes.CLS_*) of code point `cp` (0 <= cp < 0x110000)."""
     return stage2[(np_int(stage1[cp >> 8]) << 8) | (cp & 0xFF)]
