@@ -1,6 +1,6 @@
 """The decode fast paths: the gather kernel and the int-reading kernel against pure-Python references,
 and decode / decode_bytes / decode_batch / decode_bytes_batch against tiktoken on every path (short
-lists joined, long lists and arrays through the kernel, batches in one kernel call), with the same
+lists and tuples by one call kernel, arrays by the gather kernel, batches in one kernel call), with the same
 errors as the checked path."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from tltok_jit import id_decode, pyints
 from tltok_jit.encoding import UnknownTokenError
-from tltok_jit.kernels.decode import gather_rows
+from tltok_jit.kernels.decode import COPY_WORD, decode_call_entry, gather_rows
 from tltok_jit.kernels.pyints import read_small_ints
 
 NAME = "o200k_base"
@@ -79,11 +79,46 @@ def test_gather_rows_matches_the_reference(seed):
             for seq in (ids, tuple(ids)):
                 got = id_decode.gather_list(seq, handle)
                 assert got == (want if want_bad < 0 else None) if small else got is None
+            # one call, the bytes or the text made by the kernel; a scratch too short: None
+            for size in (len(want) + COPY_WORD, len(want) + COPY_WORD - 1, 4096):
+                scratch = np.empty(size, dtype=np.uint8)
+                call = id_decode.decode_call_handle(handle, scratch)  # both kept alive while used
+                fits = want_bad < 0 and len(want) + COPY_WORD <= size
+                for seq in (ids, tuple(ids)):
+                    assert decode_call_entry()(call.ctypes.data, False, seq) == (want if fits and small else None)
+                    assert decode_call_entry()(call.ctypes.data, True, seq) == (
+                        want.decode("utf-8", "replace") if fits and small else None)
+
+
+def test_decode_call_takes_only_exact_lists_and_tuples_of_exact_ints():
+    if not pyints.available():
+        pytest.skip("layout check failed: the kernel is never called")
+    by_id, tok_bytes, tok_offsets, valid = synthetic_tables(random.Random(2), 300)
+    good = [i for i, b in enumerate(by_id) if b is not None][:5]
+    scratch = np.empty(4096, dtype=np.uint8)
+    handle = id_decode.decode_call_handle(id_decode.decode_handle(tok_bytes, tok_offsets, valid), scratch)
+    call = handle.ctypes.data
+    decode = decode_call_entry()
+    want = b"".join(by_id[i] for i in good)
+    assert decode(call, False, good) == want and decode(call, False, []) == b""
+
+    class L(list):
+        pass
+
+    for other in (L(good), iter(good), np.array(good), range(3), "ab", None, {1: 2}):
+        assert decode(call, False, other) is None
+    for odd in ODD_ITEMS:
+        assert decode(call, False, [good[0], odd]) is None
+    assert decode(0, False, good) is None  # the empty slot
 
 
 def test_decode_handle_refuses_other_arrays():
     by_id, tok_bytes, tok_offsets, valid = synthetic_tables(random.Random(1), 20)
-    id_decode.decode_handle(tok_bytes, tok_offsets, valid)
+    h = id_decode.decode_handle(tok_bytes, tok_offsets, valid)
+    with pytest.raises(ValueError, match="decode call handle"):
+        id_decode.decode_call_handle(h, np.empty(64, dtype=np.int8))
+    with pytest.raises(ValueError, match="not a handle"):
+        id_decode.decode_call_handle(h[:-1], np.empty(64, dtype=np.uint8))
     with pytest.raises(ValueError, match="does not match the decode handle"):
         id_decode.decode_handle(tok_bytes, tok_offsets.astype(np.int32), valid)
     with pytest.raises(ValueError, match="does not match the decode handle"):
@@ -176,75 +211,42 @@ def english_ids(pair, shared_path):
     return ids
 
 
-def full_table(enc, oracle) -> list:
-    """Every id's bytes (None: unassigned), from tiktoken."""
-    return [oracle.decode_single_token_bytes(i) if enc._valid[i] else None for i in range(enc.n_vocab)]
+def fresh(enc, mode: str):
+    """A copy of `enc`: lists and tuples decoded by the call kernel ("held"), or by the gather path
+    that answers where it refuses ("gather")."""
+    from tltok_jit.encoding import _held_decode_not_ready
 
-
-@pytest.fixture(scope="module")
-def reference_table(pair):
-    return full_table(*pair)
-
-
-def fresh(enc, table=None):
-    """A copy of `enc` (its own decode state): short lists go through the kernel and are learnt
-    (no table), or are joined over `table`."""
     e = copy.copy(enc)
-    assert e._join_table is None
-    if table is not None:
-        e._join_table = list(table)
+    if mode == "gather":
+        e._held_text = e._held_bytes = _held_decode_not_ready
+        e._held_decode_state = ()
+    else:
+        e.decode([24912])  # installs the call kernel
+        assert e._held_decode_state
     return e
 
 
-def test_short_decodes_learn_their_ids(pair, monkeypatch):
-    enc = fresh(pair[0])
-    assert enc.decode_bytes([24912, 2375]) == b"hello world"
-    table = enc._join_table
-    assert len(table) == enc.n_vocab and table[24912] == b"hello" and table[2375] == b" world"
-    assert sum(b is not None for b in table) == 2
+def test_list_decodes_are_one_kernel_call(pair, monkeypatch):
+    enc = fresh(pair[0], "held")
 
-    def no_kernel(*args):
-        raise AssertionError("the kernel was called")
+    def no_gather(*args):
+        raise AssertionError("the gather path was called")
 
-    monkeypatch.setattr(id_decode, "gather_list", no_kernel)
-    assert enc.decode([2375, 24912, 2375]) == " worldhello world"  # joined: learnt ids only
-    assert enc.decode_bytes([2375, 24912]) == b" worldhello"
-    with pytest.raises(AssertionError, match="the kernel was called"):
-        enc.decode([24912, 9999])  # an id not learnt yet
+    monkeypatch.setattr(id_decode, "gather_list", no_gather)
+    assert enc.decode([24912, 2375]) == "hello world" and enc.decode_bytes((2375, 24912)) == b" worldhello"
+    assert enc.decode([24912] * 5000) == "hello" * 5000
+    with pytest.raises(AssertionError, match="the gather path was called"):
+        enc.decode([24912] * 20_000)  # more bytes than the scratch
 
 
-def test_learnt_ids_are_tiktoken_s_bytes(pair, english_ids, reference_table):
-    enc = fresh(pair[0])
-    for i in range(0, 20_000, 7):
-        enc.decode(english_ids[i:i + 7])
-    learnt = [i for i, b in enumerate(enc._join_table) if b is not None]
-    assert len(learnt) > 1000
-    assert all(enc._join_table[i] == reference_table[i] for i in learnt)
-
-
-def test_many_misses_build_the_whole_table(pair, reference_table, monkeypatch):
-    import tltok_jit.encoding as encoding_module
-
-    monkeypatch.setattr(encoding_module, "_JOIN_MISSES_BEFORE_WHOLE_TABLE", 3)
-    enc = fresh(pair[0])
-    for ids in ([24912], [2375], [24912, 2375]):  # the third is joined: no miss
-        enc.decode(ids)
-    assert sum(b is not None for b in enc._join_table) == 2
-    assert enc.decode([300]) == pair[1].decode([300])  # the third miss
-    assert enc._join_table == reference_table
-    table = id_decode.id_bytes_table(enc._t.tok_bytes, enc._t.tok_offsets, enc._valid)
-    assert table == reference_table
-
-
-MODES = ["learning", "joined"]
+MODES = ["held", "gather"]
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_decode_matches_tiktoken_at_every_length(pair, english_ids, reference_table, mode):
-    enc, oracle = fresh(pair[0], reference_table if mode == "joined" else None), pair[1]
+def test_decode_matches_tiktoken_at_every_length(pair, english_ids, mode):
+    enc, oracle = fresh(pair[0], mode), pair[1]
     rng = random.Random(3)
-    lengths = [0, 1, 2, id_decode.SHORT_IDS - 1, id_decode.SHORT_IDS, id_decode.SHORT_IDS + 1, 300, 5000,
-               len(english_ids)]
+    lengths = [0, 1, 2, 23, 24, 25, 300, 5000, len(english_ids)]
     for n in lengths:
         start = rng.randrange(len(english_ids) - n + 1)
         ids = english_ids[start:start + n]
@@ -265,8 +267,8 @@ def test_decode_matches_tiktoken_at_every_length(pair, english_ids, reference_ta
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_batches_match_tiktoken(pair, english_ids, reference_table, mode):
-    enc, oracle = fresh(pair[0], reference_table if mode == "joined" else None), pair[1]
+def test_batches_match_tiktoken(pair, english_ids, mode):
+    enc, oracle = fresh(pair[0], mode), pair[1]
     rng = random.Random(5)
     batch, i = [], 0
     while i < 60_000:
@@ -301,8 +303,8 @@ BAD = [  # (tokens, exception, what the message names; {k}: the position of toke
 @pytest.mark.parametrize("repeat", [1, 200], ids=["short", "long"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("tokens,exc,message", BAD, ids=[m for _, _, m in BAD])
-def test_errors_are_the_checked_path_s(pair, reference_table, mode, repeat, tokens, exc, message):
-    enc, oracle = fresh(pair[0], reference_table if mode == "joined" else None), pair[1]
+def test_errors_are_the_checked_path_s(pair, mode, repeat, tokens, exc, message):
+    enc, oracle = fresh(pair[0], mode), pair[1]
     ids = [24912] * (repeat - 1) + list(tokens)
     message = message.replace("{0}", str(repeat - 1)).replace("{1}", str(repeat))
     if exc is TypeError:
@@ -314,22 +316,22 @@ def test_errors_are_the_checked_path_s(pair, reference_table, mode, repeat, toke
             call(ids)
 
 
-def test_an_unassigned_id_is_named(pair, reference_table):
+def test_an_unassigned_id_is_named(pair):
     enc = pair[0]
     holes = np.flatnonzero(~enc._valid)
     if not len(holes):
         pytest.skip(f"{NAME} has no unassigned id below n_vocab")
     h = int(holes[0])
-    for table in (None, reference_table):
-        e = fresh(enc, table)
+    for mode in MODES:
+        e = fresh(enc, mode)
         for ids in ([24912, h], [24912] * 300 + [h]):
             with pytest.raises(UnknownTokenError, match=f"{h} .*an unassigned id"):
                 e.decode(ids)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_skip_special_tokens_drops_them_on_the_fast_paths(pair, reference_table, mode):
-    enc = fresh(pair[0], reference_table if mode == "joined" else None)
+def test_skip_special_tokens_drops_them_on_the_fast_paths(pair, mode):
+    enc = fresh(pair[0], mode)
     eot = enc.eot_token
     ids = [24912, eot, 2375]
     assert enc.decode(ids) == "hello<|endoftext|> world"

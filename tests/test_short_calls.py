@@ -16,6 +16,11 @@ from tltok_jit.threads import resolve_threads
 ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
 
 
+def _str_call(ca, as_list, text):
+    """encode_str_call as the Encoding calls it: its compiled entry, the str read in place."""
+    return KH.str_call_entry()(ca, as_list, text)
+
+
 @pytest.mark.parametrize("name", ENCODINGS)
 @settings(max_examples=200, deadline=None)
 @given(text=st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40)
@@ -146,22 +151,22 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     h, out, vals, mask, utf8 = _call_handle_parts(enc)
     c = KH.call_handle_of(h, out, vals, mask, utf8)
     assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
-    n = KH.encode_str_call(c.ctypes.data, False, "hello world")
+    n = _str_call(c.ctypes.data, False, "hello world")
     assert out[:n].tolist() == enc.encode_ordinary("hello world")
-    n = KH.encode_str_call(c.ctypes.data, False, "héllo wörld 日本 🙂")
+    n = _str_call(c.ctypes.data, False, "héllo wörld 日本 🙂")
     assert out[:n].tolist() == enc.encode_ordinary("héllo wörld 日本 🙂")
     # longer than the scratch, or a lone surrogate: -1, the caller's general route
-    assert KH.encode_str_call(c.ctypes.data, False, "x" * 65) == -1
-    assert KH.encode_str_call(c.ctypes.data, False, "é" * 17) == -1
-    assert KH.encode_str_call(c.ctypes.data, False, "a\ud800b") == -1
+    assert _str_call(c.ctypes.data, False, "x" * 65) == -1
+    assert _str_call(c.ctypes.data, False, "é" * 17) == -1
+    assert _str_call(c.ctypes.data, False, "a\ud800b") == -1
     # as a list made by the kernel: a new list of exact ints, owned by the caller alone; None for the
     # general route
     for text in ("hello world", "héllo wörld 日本 🙂", "", "x" * 64):
-        ids = KH.encode_str_call(c.ctypes.data, True, text)
+        ids = _str_call(c.ctypes.data, True, text)
         assert type(ids) is list and all(type(i) is int for i in ids)
         assert ids == enc.encode_ordinary(text) and sys.getrefcount(ids) == 2
-    assert KH.encode_str_call(c.ctypes.data, True, "x" * 65) is None
-    assert KH.encode_str_call(c.ctypes.data, True, "a\ud800b") is None
+    assert _str_call(c.ctypes.data, True, "x" * 65) is None
+    assert _str_call(c.ctypes.data, True, "a\ud800b") is None
     with pytest.raises(ValueError, match="call handle layout"):
         KH.call_handle_of(h, out.astype(np.int64), vals, mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):
@@ -176,6 +181,35 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
         KH.call_handle_of(h, out, vals, hot, utf8)
 
 
+def test_call_slots_stand_for_the_call_handle_address(ours, monkeypatch):
+    from tltok_jit.kernels import pyargs
+
+    enc = ours("r50k_base")
+    c = KH.call_handle_of(*_call_handle_parts(enc))
+    slot = pyargs.take_slot(c.ctypes.data)
+    try:
+        assert 0 < slot < pyargs.SLOTS
+        text = "a slot, not an address"
+        before = sys.getrefcount(text)  # the str is read in place: no reference kept or leaked
+        assert _str_call(slot, True, text) == enc.encode_ordinary(text) == _str_call(c.ctypes.data, True, text)
+        assert _str_call(slot, False, text) == len(enc.encode_ordinary(text))
+        assert sys.getrefcount(text) == before
+
+        class Sub(str):
+            pass
+
+        assert _str_call(slot, True, Sub("sub class")) == enc.encode_ordinary("sub class")
+    finally:
+        pyargs.release_slot(slot)
+    # an emptied slot (or a negative number) gives the general route's answer, never a read
+    assert _str_call(slot, True, "x") is None and _str_call(slot, False, "x") == -1
+    assert _str_call(-5, True, "x") is None
+    with pytest.raises(ValueError, match="not a data address"):
+        pyargs.take_slot(7)
+    monkeypatch.setattr(pyargs, "_free", [])  # every slot taken: the address itself
+    assert pyargs.take_slot(c.ctypes.data) == c.ctypes.data
+
+
 def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
     from tltok_jit.pylist import IntObjects
 
@@ -186,7 +220,7 @@ def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
     c = KH.call_handle_of(h, out, vals, mask, utf8, int_objects=objs.addrs)
     shared = [i for i in want if i < max(want)][:3]
     before = [sys.getrefcount(objs.objects[i]) for i in shared]
-    ids = KH.encode_str_call(c.ctypes.data, True, "hello world, Mr. Bennet")
+    ids = _str_call(c.ctypes.data, True, "hello world, Mr. Bennet")
     assert ids == want and type(ids) is list and sys.getrefcount(ids) == 2
     for got in ids:
         if got < max(want):
@@ -248,12 +282,12 @@ def test_shared_call_handle_refuses_texts_encoded_without_the_gil(ours):
     at = ca.ctypes.data
     edge = "ab " * (KH.GIL_HELD_CHARS // 3) + "x" * (KH.GIL_HELD_CHARS % 3)
     assert len(edge) == KH.GIL_HELD_CHARS
-    assert KH.encode_str_call(at, True, edge) == enc.encode_ordinary(edge)
-    assert KH.encode_str_call(at, True, edge + "y") is None
-    assert KH.encode_str_call(at, False, edge + "y") == -1
-    assert KH.encode_str_call(at, True, "é" * (KH.GIL_HELD_CHARS + 1)) is None
+    assert _str_call(at, True, edge) == enc.encode_ordinary(edge)
+    assert _str_call(at, True, edge + "y") is None
+    assert _str_call(at, False, edge + "y") == -1
+    assert _str_call(at, True, "é" * (KH.GIL_HELD_CHARS + 1)) is None
     private = KH.call_handle_of(h, out, work[0], mask, utf8)
-    assert KH.encode_str_call(private.ctypes.data, True, edge + "y") == enc.encode_ordinary(edge + "y")
+    assert _str_call(private.ctypes.data, True, edge + "y") == enc.encode_ordinary(edge + "y")
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])

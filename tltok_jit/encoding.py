@@ -6,18 +6,21 @@ import functools
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import AbstractSet
 
 import numba
 import numpy as np
 
-from . import id_decode, interim, warm
+from . import id_decode, interim, pyints, warm
 from .args import check_int, check_text, check_threads, token_id_array
 from .errors import DisallowedSpecialTokenError, UnknownTokenError, raise_disallowed_special_token  # noqa: F401
+from .kernels import decode as KD
 from .kernels import encode as K
 from .kernels import handle as KH
 from .kernels.cache import new_cache
+from .kernels.pyargs import release_slot, take_slot
 from .kernels.scan import load_scanner
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
@@ -51,11 +54,8 @@ _INT_OBJECTS = threading.Lock()
 _SCRATCH = 4096
 # the default `allowed_special` of encode and count: tiktoken's defaults are then told by identity
 _NOTHING_ALLOWED: frozenset = frozenset()
-_SHORT_IDS = id_decode.SHORT_IDS
-# short decodes that missed the join table (~3 us each: a kernel call, then the ids learnt) before the
-# whole table is built (45-100 ms here): a process that decodes a few short lists never pays for it,
-# one that decodes many unseen ids pays it once, after about a tenth of its cost in misses
-_JOIN_MISSES_BEFORE_WHOLE_TABLE = 2048
+_DECODE_CALL_ENTRY: list = [None]
+_DECODE_SCRATCH = 1 << 16  # bytes: the decode of one list or tuple by decode_list_call (longer: gather_list)
 
 
 def _held_ids_not_ready(text):
@@ -66,6 +66,12 @@ def _held_ids_not_ready(text):
 def _held_count_not_ready(text):
     """Encoding._held_count until the shared call handle is made: the general route's answer."""
     return -1
+
+
+def _held_decode_not_ready(tokens):
+    """Encoding._held_text and _held_bytes until the decode call handle is made (or where there is
+    none: pyints' layout check failed, or a decoder chain): the checked path's answer."""
+    return None
 
 
 def _entry_point(dispatcher, args):
@@ -241,8 +247,11 @@ class Encoding:
         self._held_state = None
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
-        self._join_table = None  # id_decode's per-id bytes for short decodes, learnt as ids come
-        self._join_misses = 0
+        # decode / decode_bytes of a list or tuple: the compiled decode_list_call bound to this
+        # Encoding's decode call handle (see _install_held_decode)
+        self._held_text = _held_decode_not_ready
+        self._held_bytes = _held_decode_not_ready
+        self._held_decode_state = None
         self._decode_handle_of = None  # (id_decode.decode_handle, the arrays it points into)
         self._special_ids = np.array(sorted({t.id for t in added if t.special}), dtype=np.int64)
         # what every call runs: the kernels alone, or a tokenizer.json pipeline (normalizer, Python
@@ -588,8 +597,10 @@ class Encoding:
             objs = self._int_object_table()
             call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.addrs)
             self._held_state = (cache, work, h, out, utf8, call, objs)
-            self._held_ids = functools.partial(entry, call.ctypes.data, True)
-            self._held_count = functools.partial(entry, call.ctypes.data, False)
+            slot = take_slot(call.ctypes.data)  # a small int: unboxed faster than the address
+            weakref.finalize(self, release_slot, slot)  # before the arrays go, with self
+            self._held_ids = functools.partial(entry, slot, True)
+            self._held_count = functools.partial(entry, slot, False)
 
     def _encode_short(self, text: str, amask: np.ndarray, any_allowed: bool):
         """(this thread's id scratch, n): the ids of a `text` of at most _SCRATCH characters (ASCII
@@ -605,9 +616,7 @@ class Encoding:
         if not any_allowed:  # the mask is not read: everything but the text is in the call handle
             entry = _STR_CALL_ENTRY[0]
             if entry is None:
-                n = KH.encode_str_call(call, False, text)
-                _STR_CALL_ENTRY[0] = _entry_point(KH.encode_str_call, (call, False, text))
-                return out, n
+                entry = _STR_CALL_ENTRY[0] = KH.str_call_entry()
             return out, entry(call, False, text)
         entry = _ASCII_AT_ENTRY[0]
         if entry is None:
@@ -1060,14 +1069,28 @@ class Encoding:
         return ((not skip_special_tokens or not len(self._special_ids))
                 and (pipe is None or pipe.decoder is None))
 
-    def _short_join_table(self) -> list:
-        """id_decode's join table: None for every id until a short decode through the kernel puts
-        its ids' bytes in (id_decode.learn_ids; the whole table after _JOIN_MISSES_BEFORE_WHOLE_TABLE
-        such decodes). Always the compiled tables' bytes, never the Python encoder's."""
-        table = self._join_table
-        if table is None:
-            table = self._join_table = [None] * self.n_vocab
-        return table
+    def _install_held_decode(self) -> None:
+        """Bind _held_text and _held_bytes to the compiled decode_list_call and a call handle of this
+        Encoding's tables (in a call slot) and a scratch shared by every thread: the kernel holds the
+        GIL. Made once, when the kernels are ready; not where the decode is more than the token bytes
+        joined or pyints cannot read the int objects."""
+        with _HELD_INSTALL:
+            if self._held_decode_state is not None:
+                return
+            pipe = self._pipeline.pipe
+            if not pyints.available() or (pipe is not None and pipe.decoder is not None):
+                self._held_decode_state = ()
+                return
+            entry = _DECODE_CALL_ENTRY[0]
+            if entry is None:
+                entry = _DECODE_CALL_ENTRY[0] = KD.decode_call_entry()
+            scratch = np.empty(_DECODE_SCRATCH, dtype=np.uint8)
+            call = id_decode.decode_call_handle(self._decode_handle(), scratch)
+            self._held_decode_state = (self._decode_handle_of, scratch, call)
+            slot = take_slot(call.ctypes.data)
+            weakref.finalize(self, release_slot, slot)
+            self._held_text = functools.partial(entry, slot, True)
+            self._held_bytes = functools.partial(entry, slot, False)
 
     def _decode_handle(self) -> np.ndarray:
         """id_decode.decode_handle of the tables (which the Encoding keeps alive)."""
@@ -1081,24 +1104,12 @@ class Encoding:
         """decode_bytes of a plain decode by id_decode, or None for the checked path to answer."""
         kind = type(tokens)
         if kind is list or kind is tuple:
-            table = None
-            if len(tokens) <= _SHORT_IDS:
-                table = self._short_join_table()
-                data = id_decode.join_ids(table, tokens)
-                if data is not None:
-                    return data
             if self._serve_interim("single"):
                 return None
-            data = id_decode.gather_list(tokens, self._decode_handle())
-            if data is not None:
-                t = self._t
-                if table is not None:
-                    self._join_misses += 1
-                    if self._join_misses == _JOIN_MISSES_BEFORE_WHOLE_TABLE:
-                        self._join_table = id_decode.id_bytes_table(t.tok_bytes, t.tok_offsets, self._valid)
-                    else:
-                        id_decode.learn_ids(table, tokens, t.tok_bytes, t.tok_offsets)
-                return data
+            if self._held_decode_state is None:
+                self._install_held_decode()
+            data = self._held_bytes(tokens)
+            return data if data is not None else id_decode.gather_list(tokens, self._decode_handle())
         elif not isinstance(tokens, (list, tuple, np.ndarray)) or self._serve_interim("single"):
             return None  # an iterator is read once, by the checked path
         t = self._t
@@ -1106,14 +1117,10 @@ class Encoding:
                                 self._valid)
 
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
-        table = self._join_table  # made for a plain decode only
-        if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
-            try:  # id_decode.join_ids inline: on a few ids, each call saved is a tenth of the time
-                parts = [table[i] for i in tokens if i >= 0]
-                if len(parts) == len(tokens):
-                    return b"".join(parts)
-            except Exception:  # noqa: BLE001 - the checked path reports it
-                pass
+        if not skip_special_tokens:  # a list or tuple of valid ids: one kernel call makes the bytes
+            data = self._held_bytes(tokens)
+            if data is not None:
+                return data
         if self._plain_decode(skip_special_tokens):
             data = self._fast_decode_bytes(tokens)
             if data is not None:
@@ -1159,15 +1166,10 @@ class Encoding:
         ...
         tltok_jit.errors.UnknownTokenError: Invalid token for decoding: 200029 (not in the vocabulary of 'o200k_base', n_vocab=200019)
         """
-        table = self._join_table  # made for a plain decode only
-        if table is not None and type(tokens) is list and len(tokens) <= _SHORT_IDS and not skip_special_tokens:
-            try:  # id_decode.join_ids inline: on a few ids, each call saved is a tenth of the time
-                parts = [table[i] for i in tokens if i >= 0]
-                data = b"".join(parts) if len(parts) == len(tokens) else None
-            except Exception:  # noqa: BLE001 - the checked path reports it
-                data = None
-            if data is not None:
-                return data.decode("utf-8", errors)
+        if not skip_special_tokens and errors == "replace":  # one kernel call makes the text
+            text = self._held_text(tokens)
+            if text is not None:
+                return text
         if self._plain_decode(skip_special_tokens):  # decode_bytes' fast path, one call fewer
             data = self._fast_decode_bytes(tokens)
             if data is not None:

@@ -1,5 +1,6 @@
-"""Token ids -> bytes, fast paths for `Encoding.decode*`: a join over a per-id bytes list for short
-lists of ints (no numpy, no kernel call), the gather kernel for longer ids and for batches.
+"""Token ids -> bytes, fast paths for `Encoding.decode*`: one kernel call that reads a list or tuple
+of ints in place and returns the text or bytes itself (decode_call_handle, kernels/decode.py
+decode_list_call), the gather kernel for longer ids and for batches.
 
 Every function returns None where it cannot answer exactly (an id to report, an element that is
 not an int, a shape it does not take): the caller's checked path then answers or raises.
@@ -11,49 +12,14 @@ import array
 import numpy as np
 
 from . import pyints
-from .kernels.decode import (HANDLE_INT_TYPE, HANDLE_LEN, HANDLE_ONE_DIGIT_TAG, HANDLE_TOK_BYTES, HANDLE_TOK_OFFSETS,
-                             HANDLE_VALID, HANDLE_ZERO_TAG, gather_rows, gather_small_ints)
+from .kernels.decode import (CALL_HANDLE_LEN, HANDLE_INT_TYPE, HANDLE_LEN, HANDLE_LIST_TYPE, HANDLE_ONE_DIGIT_TAG,
+                             HANDLE_SCRATCH, HANDLE_TOK_BYTES, HANDLE_TOK_OFFSETS, HANDLE_TUPLE_TYPE, HANDLE_VALID,
+                             HANDLE_ZERO_TAG, gather_rows, gather_small_ints)
 from .pyints import small_int_array
 from .text import read_only_view
 
-# Up to this many ids a list is joined in Python: one kernel call costs ~2 us before its first id,
-# a join ~50 ns per id (each id's bytes object is a cache miss); they cross at ~24 ids (measured).
-SHORT_IDS = 24
-
 _ONE_ROW = np.zeros(0, dtype=np.int64)  # gather_rows: all ids are one row
 _FAST_INTS = pyints.available()
-
-
-def id_bytes_table(tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> list:
-    """The whole join table: every id's bytes, None for an unassigned id."""
-    data = tok_bytes.tobytes()
-    o = tok_offsets.tolist()
-    return [data[o[i]:o[i + 1]] if ok else None for i, ok in enumerate(valid.tolist())]
-
-
-def learn_ids(table: list, tokens, tok_bytes: np.ndarray, tok_offsets: np.ndarray) -> None:
-    """Put the bytes of `tokens` in the join table (every one a valid id: their decode by the kernel
-    just succeeded). A table filled as ids come costs nothing up front; the whole one costs tens of
-    milliseconds of bytes objects (id_bytes_table)."""
-    for i in tokens:
-        if table[i] is None:
-            table[i] = tok_bytes[tok_offsets[i]:tok_offsets[i + 1]].tobytes()
-
-
-def join_ids(table: list, tokens) -> bytes | None:
-    """The bytes of `tokens` (a list or tuple of ints) by one join over `table` (the bytes of each
-    id, or None: unassigned or not learnt yet), or None (an id not in the table, or an element the
-    checked path must report).
-
-    Only ints and objects with __index__ index a list, as tiktoken takes them: a float, str or
-    nested list fails here, an id past the table raises IndexError, an unassigned one gives a None
-    the join refuses. A list index wraps negative ids, so they are left out, and a part missing
-    means one was there."""
-    try:
-        parts = [table[i] for i in tokens if i >= 0]
-        return b"".join(parts) if len(parts) == len(tokens) else None
-    except Exception:  # noqa: BLE001 - whatever failed, the checked path reproduces and reports it
-        return None
 
 
 def decode_handle(tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -70,6 +36,22 @@ def decode_handle(tok_bytes: np.ndarray, tok_offsets: np.ndarray, valid: np.ndar
         h[at], h[at + 1] = a.ctypes.data, len(a)
     h.flags.writeable = False
     return h
+
+
+def decode_call_handle(handle: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """decode_list_call's handle: decode_handle's `handle`, the list and tuple types, the uint8
+    `scratch` (its length bounds the bytes of one call); the caller keeps both arrays alive as long
+    as the handle, and uses it only where pyints.available()."""
+    if handle.dtype != np.int64 or handle.shape != (HANDLE_LEN,) or handle.flags.writeable:
+        raise ValueError("not a handle of decode_handle")
+    if scratch.dtype != np.uint8 or scratch.ndim != 1 or not scratch.flags.c_contiguous or not scratch.flags.writeable:
+        raise ValueError(f"scratch array {scratch.dtype}[{scratch.ndim}] does not match the decode call handle")
+    c = np.zeros(CALL_HANDLE_LEN, dtype=np.int64)
+    c[:HANDLE_LEN] = handle
+    c[HANDLE_LIST_TYPE], c[HANDLE_TUPLE_TYPE] = id(list), id(tuple)
+    c[HANDLE_SCRATCH], c[HANDLE_SCRATCH + 1] = scratch.ctypes.data, len(scratch)
+    c.flags.writeable = False
+    return c
 
 
 def gather_list(seq: list | tuple, handle: np.ndarray) -> bytes | None:

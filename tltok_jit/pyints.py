@@ -21,7 +21,7 @@ import sysconfig
 
 import numpy as np
 
-from .kernels.pyints import LONG_DIGIT, LONG_TAG, OB_TYPE, SEQ_ITEMS, read_small_ints
+from .kernels.pyints import LONG_DIGIT, LONG_TAG, OB_TYPE, SEQ_ITEMS, SEQ_SIZE, read_small_ints
 
 INT_TYPE = id(int)
 # the size field of 0 and of a one-digit positive int: ob_size (3.10, 3.11) or lv_tag (3.12+:
@@ -46,6 +46,8 @@ def _check_layout() -> bool:
     for seq in (list(values), tuple(values)):
         items = _items_address(seq)
         if not items or any(_word(items + 8 * i) != id(v) for i, v in enumerate(seq)):
+            return False
+        if _word(id(seq) + SEQ_SIZE) != len(seq) or _word(id(seq) + OB_TYPE) != id(type(seq)):
             return False
     for v in values:
         tag = _word(id(v) + LONG_TAG)

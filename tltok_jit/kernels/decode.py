@@ -4,9 +4,12 @@ or tuple of small Python ints read and gathered in one call."""
 from __future__ import annotations
 
 import numpy as np
+from numba import types
 
-from .jit import data_ptr, load_u64, njit, store_u64, view_ro
-from .pyints import small_ints_into
+from .jit import data_ptr, load_u64, njit, store_u64, view_ro, view_rw
+from .pyargs import borrowed_object, call_address, object_address
+from .pyints import OB_TYPE, SEQ_ITEMS, SEQ_SIZE, load_i64, small_int_at, small_ints_into
+from .pyresult import py_bytes, py_none, py_text
 
 COPY_WORD = 16  # bytes copied per step: two unaligned 8-byte loads and stores
 
@@ -39,28 +42,32 @@ def _gather(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
     # one allocation of the exact size (+ slack for the word stores), one pass: a token is copied
     # in 16-byte words (most are shorter) and the next one overwrites what went past its end
     out = np.empty(total + COPY_WORD, dtype=np.uint8)
-    op = data_ptr(out)
-    bp = data_ptr(tok_bytes)
-    nb = len(tok_bytes)
     p = np.int64(0)
     for i in range(len(ids)):
         t = ids[i]
-        a = tok_offsets[t]
-        b = tok_offsets[t + 1]
-        if b + COPY_WORD <= nb:  # the last word read stays inside tok_bytes
-            q = p
-            while a < b:
-                store_u64(op, q, load_u64(bp, a))
-                store_u64(op, q + 8, load_u64(bp, a + 8))
-                a += COPY_WORD
-                q += COPY_WORD
-            p += b - tok_offsets[t]
-        else:
-            while a < b:
-                out[p] = tok_bytes[a]
-                a += 1
-                p += 1
+        p = _put_token(out, p, tok_bytes, tok_offsets[t], tok_offsets[t + 1])
     return out[:total], np.int64(-1)
+
+
+@njit(inline="always")
+def _put_token(out, p, tok_bytes, a, b):
+    """Copy tok_bytes[a:b] to out[p:]; returns p + b - a. May write up to COPY_WORD - 1 bytes past
+    the token (out has that slack; the next token overwrites them): most tokens are one word."""
+    end = p + b - a
+    if b + COPY_WORD <= len(tok_bytes):  # the last word read stays inside tok_bytes
+        op = data_ptr(out)
+        bp = data_ptr(tok_bytes)
+        while a < b:
+            store_u64(op, p, load_u64(bp, a))
+            store_u64(op, p + 8, load_u64(bp, a + 8))
+            a += COPY_WORD
+            p += COPY_WORD
+    else:
+        while a < b:
+            out[p] = tok_bytes[a]
+            a += 1
+            p += 1
+    return end
 
 
 @njit
@@ -96,3 +103,63 @@ def gather_small_ints(seq, is_list, n, handle):
     one_row = np.empty(0, dtype=np.int64)
     out, bad = _gather(ids, one_row, tok_bytes, tok_offsets, valid, one_row)
     return out
+
+
+# decode_list_call's handle: the fields above, then the list and tuple types and the scratch
+HANDLE_LIST_TYPE, HANDLE_TUPLE_TYPE, HANDLE_SCRATCH = HANDLE_LEN, HANDLE_LEN + 1, HANDLE_LEN + 2
+CALL_HANDLE_LEN = HANDLE_LEN + 4
+
+
+# The GIL stays held (nogil=False): the ids are read from their objects, and the result is one.
+@njit(nogil=False)
+def decode_list_call(ca, as_text, seq):
+    """decode (as_text: errors="replace") or decode_bytes of `seq`, an exact list or tuple of
+    exact ints (a borrowed object), as a new str or bytes; None when the caller's checked path
+    must answer: `seq` is of another type, an item is not an int in [0, 2**30), an id is unknown,
+    or the bytes do not fit the scratch.
+
+    The call handle at address `ca` or in its slot (pyargs.call_address): a decode handle
+    (HANDLE_*, id_decode.decode_call_handle), the list and tuple types and a uint8 scratch. Two
+    passes over the items (check and size, then copy) with no Python code in between: nothing
+    changes the sequence meanwhile."""
+    at = call_address(ca)
+    if at == 0:  # an emptied slot
+        return py_none()
+    h = view_ro(at, (CALL_HANDLE_LEN,), np.int64)
+    p = object_address(seq)
+    kind = load_i64(p + OB_TYPE)
+    if kind == h[HANDLE_LIST_TYPE]:
+        items = load_i64(p + SEQ_ITEMS)
+    elif kind == h[HANDLE_TUPLE_TYPE]:
+        items = p + SEQ_ITEMS
+    else:
+        return py_none()
+    n = load_i64(p + SEQ_SIZE)
+    tok_bytes = view_ro(h[HANDLE_TOK_BYTES], (h[HANDLE_TOK_BYTES + 1],), np.uint8)
+    tok_offsets = view_ro(h[HANDLE_TOK_OFFSETS], (h[HANDLE_TOK_OFFSETS + 1],), np.int64)
+    valid = view_ro(h[HANDLE_VALID], (h[HANDLE_VALID + 1],), np.bool_)
+    out = view_rw(h[HANDLE_SCRATCH], (h[HANDLE_SCRATCH + 1],), np.uint8)
+    int_type, zero_tag, one_tag = h[HANDLE_INT_TYPE], h[HANDLE_ZERO_TAG], h[HANDLE_ONE_DIGIT_TAG]
+    total = np.int64(0)
+    for i in range(n):
+        t = small_int_at(load_i64(items + 8 * i), int_type, zero_tag, one_tag)
+        if t < 0 or t >= len(valid) or not valid[t]:
+            return py_none()
+        total += tok_offsets[t + 1] - tok_offsets[t]
+    if total + COPY_WORD > len(out):
+        return py_none()
+    w = np.int64(0)
+    for i in range(n):
+        t = small_int_at(load_i64(items + 8 * i), int_type, zero_tag, one_tag)
+        w = _put_token(out, w, tok_bytes, tok_offsets[t], tok_offsets[t + 1])
+    if as_text:
+        return py_text(out, total)
+    return py_bytes(out, total)
+
+
+DECODE_CALL_TYPES = (types.int64, types.boolean, borrowed_object)
+
+
+def decode_call_entry():
+    """The compiled decode_list_call for DECODE_CALL_TYPES, called without the dispatcher."""
+    return decode_list_call.compile(DECODE_CALL_TYPES)

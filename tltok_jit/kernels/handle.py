@@ -20,12 +20,14 @@ characters) and returns the list of ids or their count itself (pyresult.py).
 from __future__ import annotations
 
 import numpy as np
+from numba import types
 from numba.cpython.unicode import _get_code_point
 
 from .cache import PieceCache
 from .encode import encode_ordinary_spans, encode_span
 from .handle_layout import CACHE_DTYPES, HANDLE_LEN, TABLE_DTYPES, cache_of, tables_of, write_handle
 from .jit import njit, stack_array, view_ro, view_rw
+from .pyargs import borrowed_str, call_address
 from .pyresult import acquire_gil, id_list, id_list_shared, py_int, py_none, release_gil
 from .utf8 import str_data8 as _data8
 
@@ -151,8 +153,9 @@ def _str_call_ids(s, c, out, vals):
 @njit(nogil=False)
 def encode_str_call(ca, as_list, s):
     """encode_text_at(UTF-8 of s, h, no_added, False, out, vals) with h, out, vals, the mask and the
-    UTF-8 scratch read from the call handle at address `ca` (an int: it unboxes in a fraction of an
-    array's time; the caller keeps call_handle_of's array alive); no added token is allowed.
+    UTF-8 scratch read from the call handle at address `ca` or in its slot (pyargs.call_address: an
+    int unboxes in a fraction of an array's time; the caller keeps call_handle_of's array alive);
+    no added token is allowed. Called through `str_call_entry()`, which reads `s` in place.
 
     Returns, when `as_list`, a new list of the ids, or None when the general route must answer (the
     scratch is too short for `s`, or `s` holds a surrogate code point); else the number of ids
@@ -160,7 +163,10 @@ def encode_str_call(ca, as_list, s):
     place (its characters are its UTF-8 bytes). The kernel holds the GIL (it makes the result
     objects, see pyresult.py) except while it encodes a text of more than GIL_HELD_CHARS
     characters; the call handle's scratch is one thread's, or a shared one used with the GIL held."""
-    c = view_ro(ca, (CALL_LEN,), np.int64)
+    a = call_address(ca)
+    if a == 0:  # an emptied slot
+        return py_none() if as_list else py_int(-1)
+    c = view_ro(a, (CALL_LEN,), np.int64)
     e = HANDLE_LEN
     out = view_rw(c[e], (c[e + 1],), np.uint32)
     vals = view_rw(c[e + 2], (c[e + 3],), np.int64)
@@ -172,6 +178,15 @@ def encode_str_call(ca, as_list, s):
     if c[e + 9] != 0:
         return id_list_shared(out, n, view_ro(c[e + 9], (c[e + 10],), np.int64))
     return id_list(out, n)
+
+
+STR_CALL_TYPES = (types.int64, types.boolean, borrowed_str)
+
+
+def str_call_entry():
+    """The compiled encode_str_call for STR_CALL_TYPES, called without the dispatcher: (ca, as_list,
+    s) with `s` a str (nothing else: the caller checks `type(s) is str`)."""
+    return encode_str_call.compile(STR_CALL_TYPES)
 
 
 @njit

@@ -10,6 +10,7 @@ kernel must hold the GIL while it makes them (`njit(nogil=False)`).
 
 from __future__ import annotations
 
+from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import box, intrinsic, models, register_model
 
@@ -143,5 +144,43 @@ def acquire_gil(typingctx, state):
     def codegen(context, builder, signature, args):
         context.get_python_api(builder).restore_thread(args[0])
         return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def py_text(typingctx, buf, n):
+    """A new str of the UTF-8 bytes buf[0:n] decoded with errors="replace" (bytes.decode's decoder,
+    PyUnicode_DecodeUTF8); n <= len(buf) is the caller's guarantee. NULL with the exception set
+    when an allocation fails."""
+    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and isinstance(n, types.Integer)):
+        return None
+    sig = py_object_ref(buf, n)
+
+    def codegen(context, builder, signature, args):
+        pyapi = context.get_python_api(builder)
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        size = context.cast(builder, args[1], signature.args[1], types.intp)
+        fnty = ir.FunctionType(pyapi.pyobj, [pyapi.cstring, pyapi.py_ssize_t, pyapi.cstring])
+        fn = pyapi._get_function(fnty, name="PyUnicode_DecodeUTF8")
+        errors = context.insert_const_string(builder.module, "replace")
+        return builder.call(fn, [builder.bitcast(data, pyapi.cstring), size, errors])
+
+    return sig, codegen
+
+
+@intrinsic
+def py_bytes(typingctx, buf, n):
+    """A new bytes object of buf[0:n] (n <= len(buf): the caller's guarantee); NULL with the
+    exception set when an allocation fails."""
+    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and isinstance(n, types.Integer)):
+        return None
+    sig = py_object_ref(buf, n)
+
+    def codegen(context, builder, signature, args):
+        pyapi = context.get_python_api(builder)
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        size = context.cast(builder, args[1], signature.args[1], types.intp)
+        return pyapi.bytes_from_string_and_size(builder.bitcast(data, pyapi.cstring), size)
 
     return sig, codegen

@@ -73,7 +73,7 @@ def class_at(buf, i, end, stage1, stage2):
 @intrinsic
 def _data8(typingctx, s):
     """Pointer to the PEP 393 buffer of a str (meaningful as bytes when its kind is 1)."""
-    if s != types.unicode_type:
+    if not isinstance(s, types.UnicodeType):  # unicode_type or pyargs.borrowed_str
         return None
     sig = types.CPointer(types.uint8)(s)
 
