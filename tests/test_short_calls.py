@@ -16,9 +16,9 @@ from tltok_jit.threads import resolve_threads
 ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
 
 
-def _str_call(ca, as_list, text):
+def _str_call(ca, mode, text):
     """encode_str_call as the Encoding calls it: its compiled entry, the str read in place."""
-    return KH.str_call_entry()(ca, as_list, text)
+    return KH.str_call_entry()(ca, mode, text)
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
@@ -151,22 +151,22 @@ def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     h, out, vals, mask, utf8 = _call_handle_parts(enc)
     c = KH.call_handle_of(h, out, vals, mask, utf8)
     assert c.shape == (KH.CALL_LEN,) and not c.flags.writeable
-    n = _str_call(c.ctypes.data, False, "hello world")
+    n = _str_call(c.ctypes.data, 0, "hello world")
     assert out[:n].tolist() == enc.encode_ordinary("hello world")
-    n = _str_call(c.ctypes.data, False, "héllo wörld 日本 🙂")
+    n = _str_call(c.ctypes.data, 0, "héllo wörld 日本 🙂")
     assert out[:n].tolist() == enc.encode_ordinary("héllo wörld 日本 🙂")
     # longer than the scratch, or a lone surrogate: -1, the caller's general route
-    assert _str_call(c.ctypes.data, False, "x" * 65) == -1
-    assert _str_call(c.ctypes.data, False, "é" * 17) == -1
-    assert _str_call(c.ctypes.data, False, "a\ud800b") == -1
+    assert _str_call(c.ctypes.data, 0, "x" * 65) == -1
+    assert _str_call(c.ctypes.data, 0, "é" * 17) == -1
+    assert _str_call(c.ctypes.data, 0, "a\ud800b") == -1
     # as a list made by the kernel: a new list of exact ints, owned by the caller alone; None for the
     # general route
     for text in ("hello world", "héllo wörld 日本 🙂", "", "x" * 64):
-        ids = _str_call(c.ctypes.data, True, text)
+        ids = _str_call(c.ctypes.data, KH.AS_LIST, text)
         assert type(ids) is list and all(type(i) is int for i in ids)
         assert ids == enc.encode_ordinary(text) and sys.getrefcount(ids) == 2
-    assert _str_call(c.ctypes.data, True, "x" * 65) is None
-    assert _str_call(c.ctypes.data, True, "a\ud800b") is None
+    assert _str_call(c.ctypes.data, KH.AS_LIST, "x" * 65) is None
+    assert _str_call(c.ctypes.data, KH.AS_LIST, "a\ud800b") is None
     with pytest.raises(ValueError, match="call handle layout"):
         KH.call_handle_of(h, out.astype(np.int64), vals, mask, utf8)
     with pytest.raises(ValueError, match="call handle layout"):
@@ -191,23 +191,64 @@ def test_call_slots_stand_for_the_call_handle_address(ours, monkeypatch):
         assert 0 < slot < pyargs.SLOTS
         text = "a slot, not an address"
         before = sys.getrefcount(text)  # the str is read in place: no reference kept or leaked
-        assert _str_call(slot, True, text) == enc.encode_ordinary(text) == _str_call(c.ctypes.data, True, text)
-        assert _str_call(slot, False, text) == len(enc.encode_ordinary(text))
+        assert _str_call(slot, KH.AS_LIST, text) == enc.encode_ordinary(text) == _str_call(c.ctypes.data, KH.AS_LIST, text)
+        assert _str_call(slot, 0, text) == len(enc.encode_ordinary(text))
         assert sys.getrefcount(text) == before
 
         class Sub(str):
             pass
 
-        assert _str_call(slot, True, Sub("sub class")) == enc.encode_ordinary("sub class")
+        assert _str_call(slot, KH.AS_LIST, Sub("sub class")) == enc.encode_ordinary("sub class")
     finally:
         pyargs.release_slot(slot)
     # an emptied slot (or a negative number) gives the general route's answer, never a read
-    assert _str_call(slot, True, "x") is None and _str_call(slot, False, "x") == -1
-    assert _str_call(-5, True, "x") is None
+    assert _str_call(slot, KH.AS_LIST, "x") is None and _str_call(slot, 0, "x") == -1
+    assert _str_call(-5, KH.AS_LIST, "x") is None
     with pytest.raises(ValueError, match="not a data address"):
         pyargs.take_slot(7)
     monkeypatch.setattr(pyargs, "_free", [])  # every slot taken: the address itself
     assert pyargs.take_slot(c.ctypes.data) == c.ctypes.data
+
+
+def test_call_handle_refuses_texts_with_its_refused_byte(ours):
+    enc = ours("r50k_base")
+    c = KH.call_handle_of(*_call_handle_parts(enc), refused=ord("<"))
+    at, refuse = c.ctypes.data, KH.REFUSE_ADDED
+    for text in ("a<b", "<", "x" * 20 + "<", "é<", "日本<|endoftext|>"):
+        assert _str_call(at, KH.AS_LIST | refuse, text) is None and _str_call(at, refuse, text) == -1
+        assert _str_call(at, KH.AS_LIST, text) == enc.encode_ordinary(text)  # the mode asks for it
+    for text in ("a>b", "é", "", "hello world"):
+        assert _str_call(at, KH.AS_LIST | refuse, text) == enc.encode_ordinary(text)
+        assert _str_call(at, refuse, text) == len(enc.encode_ordinary(text))
+    none = KH.call_handle_of(*_call_handle_parts(enc))  # no refused byte: the mode refuses nothing
+    assert _str_call(none.ctypes.data, KH.AS_LIST | refuse, "a<b") == enc.encode_ordinary("a<b")
+    with pytest.raises(ValueError, match="refused byte"):
+        KH.call_handle_of(*_call_handle_parts(enc), refused=0xE6)
+
+
+@pytest.mark.parametrize("specials", [{"<|endoftext|>": 50256, "[X]": 50257}, {"<|endoftext|>": 50256},
+                                      {"éx": 50256}, {}])
+def test_default_calls_refuse_every_added_token(specials, tiktoken_oracle):
+    """encode / count with tiktoken's defaults on a text holding an added token raise as tiktoken's,
+    whether the kernel tests the tokens' one ASCII first character or Python tests theirs."""
+    from stream_helpers import rank_file
+
+    import tltok_jit
+    from tltok_jit.errors import DisallowedSpecialTokenError
+
+    enc = tltok_jit.Encoding.from_tiktoken_file(rank_file("r50k_base"), special_tokens=specials)
+    oracle = tiktoken_oracle("r50k_base")
+    for text in ("hello world", "a < b", "[y] éa"):  # twice: the first call installs the held calls
+        for _ in range(2):
+            assert enc.encode(text) == oracle.encode_ordinary(text) and enc.count(text) == len(enc.encode(text))
+    for token in specials:
+        for text in (token, f"hi {token}!", f"é{token}"):
+            for _ in range(2):
+                with pytest.raises(DisallowedSpecialTokenError):
+                    enc.encode(text)
+                with pytest.raises(DisallowedSpecialTokenError):
+                    enc.count(text)
+            assert enc.encode(text, disallowed_special=()) == oracle.encode_ordinary(text)
 
 
 def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
@@ -220,7 +261,7 @@ def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
     c = KH.call_handle_of(h, out, vals, mask, utf8, int_objects=objs.addrs)
     shared = [i for i in want if i < max(want)][:3]
     before = [sys.getrefcount(objs.objects[i]) for i in shared]
-    ids = _str_call(c.ctypes.data, True, "hello world, Mr. Bennet")
+    ids = _str_call(c.ctypes.data, KH.AS_LIST, "hello world, Mr. Bennet")
     assert ids == want and type(ids) is list and sys.getrefcount(ids) == 2
     for got in ids:
         if got < max(want):
@@ -282,12 +323,12 @@ def test_shared_call_handle_refuses_texts_encoded_without_the_gil(ours):
     at = ca.ctypes.data
     edge = "ab " * (KH.GIL_HELD_CHARS // 3) + "x" * (KH.GIL_HELD_CHARS % 3)
     assert len(edge) == KH.GIL_HELD_CHARS
-    assert _str_call(at, True, edge) == enc.encode_ordinary(edge)
-    assert _str_call(at, True, edge + "y") is None
-    assert _str_call(at, False, edge + "y") == -1
-    assert _str_call(at, True, "é" * (KH.GIL_HELD_CHARS + 1)) is None
+    assert _str_call(at, KH.AS_LIST, edge) == enc.encode_ordinary(edge)
+    assert _str_call(at, KH.AS_LIST, edge + "y") is None
+    assert _str_call(at, 0, edge + "y") == -1
+    assert _str_call(at, KH.AS_LIST, "é" * (KH.GIL_HELD_CHARS + 1)) is None
     private = KH.call_handle_of(h, out, work[0], mask, utf8)
-    assert _str_call(private.ctypes.data, True, edge + "y") == enc.encode_ordinary(edge + "y")
+    assert _str_call(private.ctypes.data, KH.AS_LIST, edge + "y") == enc.encode_ordinary(edge + "y")
 
 
 @pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])

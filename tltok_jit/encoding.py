@@ -244,6 +244,10 @@ class Encoding:
         # encode_str_call bound to this Encoding's shared call handle (see _install_held_calls)
         self._held_ids = _held_ids_not_ready
         self._held_count = _held_count_not_ready
+        # the same with tiktoken's default special-token arguments: the general route's answer
+        # (None, -1) for a text that may hold an added token
+        self._held_default_ids = _held_ids_not_ready
+        self._held_default_count = _held_count_not_ready
         self._held_state = None
         self._parallel_state = None
         self._int_objects = None  # pylist.IntObjects, built by the first long list result
@@ -583,10 +587,15 @@ class Encoding:
         return hs
 
     def _install_held_calls(self, entry) -> None:
-        """Bind _held_ids and _held_count to the compiled encode_str_call `entry` and one call handle
-        shared by every thread (call_handle_of's `shared`): the kernel holds the GIL for the texts it
-        takes with it, so no two calls use its scratch at once, and a call skips looking up its
-        thread's handle (~10% of a 20-character call). Made once; the arrays live as long as self."""
+        """Bind _held_ids, _held_count and their _held_default_ twins to the compiled encode_str_call
+        `entry` and one call handle shared by every thread (call_handle_of's `shared`): the kernel
+        holds the GIL for the texts it takes with it, so no two calls use its scratch at once, and a
+        call skips looking up its thread's handle (~10% of a 20-character call). Made once; the
+        arrays live as long as self.
+
+        The _held_default_ calls refuse a text holding the one ASCII character every added token
+        starts with in the kernel (it reads the text anyway; `c in text` in Python cost ~10% of a
+        20-character call); other added tokens are tested in Python first."""
         with _HELD_INSTALL:
             if self._held_state is not None:
                 return
@@ -595,12 +604,29 @@ class Encoding:
             out = np.empty(4 * _HELD_CHARS, dtype=np.uint32)
             utf8 = np.empty(4 * _HELD_CHARS, dtype=np.uint8)
             objs = self._int_object_table()
-            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.addrs)
+            first = self._added_first_char  # U+DFFF: no added token
+            refused = ord(first) if len(first) == 1 and first.isascii() else -1
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.addrs,
+                                     refused=refused)
             self._held_state = (cache, work, h, out, utf8, call, objs)
             slot = take_slot(call.ctypes.data)  # a small int: unboxed faster than the address
             weakref.finalize(self, release_slot, slot)  # before the arrays go, with self
-            self._held_ids = functools.partial(entry, slot, True)
-            self._held_count = functools.partial(entry, slot, False)
+            self._held_ids = functools.partial(entry, slot, KH.AS_LIST)
+            self._held_count = functools.partial(entry, slot, 0)
+            if refused >= 0 or first == "\udfff":
+                self._held_default_ids = functools.partial(entry, slot, KH.AS_LIST | KH.REFUSE_ADDED)
+                self._held_default_count = functools.partial(entry, slot, KH.REFUSE_ADDED)
+            else:
+                self._held_default_ids = self._held_default_ids_checked
+                self._held_default_count = self._held_default_count_checked
+
+    def _held_default_ids_checked(self, text: str) -> list[int] | None:
+        """_held_default_ids where the kernel cannot test for the added tokens' first characters."""
+        return self._held_ids(text) if self._added_first_char not in text else None
+
+    def _held_default_count_checked(self, text: str) -> int:
+        """_held_default_count where the kernel cannot test for the added tokens' first characters."""
+        return self._held_count(text) if self._added_first_char not in text else -1
 
     def _encode_short(self, text: str, amask: np.ndarray, any_allowed: bool):
         """(this thread's id scratch, n): the ids of a `text` of at most _SCRATCH characters (ASCII
@@ -617,7 +643,7 @@ class Encoding:
             entry = _STR_CALL_ENTRY[0]
             if entry is None:
                 entry = _STR_CALL_ENTRY[0] = KH.str_call_entry()
-            return out, entry(call, False, text)
+            return out, entry(call, 0, text)
         entry = _ASCII_AT_ENTRY[0]
         if entry is None:
             n = KH.encode_ascii_at(text, h, amask, any_allowed, out, vals)
@@ -755,9 +781,8 @@ class Encoding:
         tltok_jit.errors.DisallowedSpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'...
         """
         if (type(text) is str and allowed_special is _NOTHING_ALLOWED and disallowed_special == "all"
-                and num_threads is None and not add_special_tokens
-                and self._added_first_char not in text):  # tiktoken's defaults, no added token
-            ids = self._held_ids(text)
+                and num_threads is None and not add_special_tokens):  # tiktoken's defaults
+            ids = self._held_default_ids(text)  # (None: it may hold an added token, or is long)
             if ids is not None:
                 return ids
         if (num_threads is None and not add_special_tokens and type(text) is str and len(text) <= _SCRATCH
@@ -771,7 +796,7 @@ class Encoding:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
-                ids = entry(call[3], True, text)
+                ids = entry(call[3], KH.AS_LIST, text)
                 if ids is not None:
                     return ids
             elif (policy := policy or self._refuse_all).any_allowed <= text.isascii():
@@ -793,9 +818,8 @@ class Encoding:
         >>> enc.count("hello world")
         2
         """
-        if (type(text) is str and allowed_special is _NOTHING_ALLOWED and disallowed_special == "all"
-                and self._added_first_char not in text):
-            n = self._held_count(text)  # tiktoken's defaults, no added token (-1: longer than _HELD_CHARS)
+        if type(text) is str and allowed_special is _NOTHING_ALLOWED and disallowed_special == "all":
+            n = self._held_default_count(text)  # tiktoken's defaults (-1: it may hold an added token, or is long)
             if n >= 0:
                 return n
         if (type(text) is str and len(text) <= _SCRATCH and self._short_path_ok
@@ -809,7 +833,7 @@ class Encoding:
                     call = self._local.handle
                 except AttributeError:
                     call = self._serial_handle()
-                n = entry(call[3], False, text)
+                n = entry(call[3], 0, text)
                 if n >= 0:
                     return n
             elif (policy := policy or self._refuse_all).any_allowed <= text.isascii():
@@ -842,7 +866,7 @@ class Encoding:
             if entry is not None:
                 if self._held_state is None:
                     self._install_held_calls(entry)
-                ids = entry(call[3], True, text)
+                ids = entry(call[3], KH.AS_LIST, text)
                 if ids is not None:
                     return ids
             else:

@@ -9,9 +9,10 @@ used (the Encoding holds both).
 
 A call handle (`call_handle_of`) is a handle followed by (address, length) of one thread's id
 scratch, its merge scratch, the all-False added-token mask and a UTF-8 scratch, a flag (shared by
-threads) and (address, length) of the prebuilt int objects (or zeros): `encode_str_call(address
-of c, as_list, s)` then takes three scalar arguments instead of six arrays (in this order so that
-`functools.partial(entry point, address, as_list)` is a one-argument C call), which saves ~0.35 us of numba's
+threads), (address, length) of the prebuilt int objects (or zeros) and the byte that starts every
+added token (or -1): `encode_str_call(address of c, mode, s)` then takes three scalar arguments
+instead of six arrays (in this order so that `functools.partial(entry point, address, mode)` is a
+one-argument C call), which saves ~0.35 us of numba's
 argument unboxing per call (a third of what a 20-character call costs outside the kernel), encodes a
 non-ASCII str to UTF-8 itself (a str -> bytes -> array round trip in Python cost more than encoding 20
 characters) and returns the list of ids or their count itself (pyresult.py).
@@ -31,14 +32,18 @@ from .pyargs import borrowed_str, call_address
 from .pyresult import acquire_gil, id_list, id_list_shared, py_int, py_none, release_gil
 from .utf8 import str_data8 as _data8
 
-CALL_LEN = HANDLE_LEN + 11
+CALL_LEN = HANDLE_LEN + 12
+# encode_str_call's mode bits
+AS_LIST = 1  # a list of the ids (else their number)
+REFUSE_ADDED = 2  # the general route's answer for a text holding the call handle's refused byte
 # encode_str_call keeps the GIL for a text of at most this many characters: releasing and taking it
 # back costs ~35 ns, a few percent of a short call, and gives nothing to other threads that short
 GIL_HELD_CHARS = 256
 
 
 def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: np.ndarray,
-                   utf8: np.ndarray, *, shared: bool = False, int_objects: np.ndarray | None = None) -> np.ndarray:
+                   utf8: np.ndarray, *, shared: bool = False, int_objects: np.ndarray | None = None,
+                   refused: int = -1) -> np.ndarray:
     """The handle `h` followed by the id scratch `out` (uint32), the merge scratch `vals` (int64),
     the read-only all-False added-token mask and the UTF-8 scratch `utf8` (uint8), for
     `encode_str_call`; the caller keeps the arrays alive as long as the call handle. A `shared`
@@ -46,7 +51,8 @@ def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: n
     text it would encode with the GIL released, so no two calls ever use its scratch at once.
     `int_objects` (int64): the address of a prebuilt int object per id (pylist.IntObjects.addrs),
     which the lists of encode_str_call then hold instead of new ints; the caller keeps the objects
-    alive as long as the call handle."""
+    alive as long as the call handle. `refused`: an ASCII byte that starts every added token (a
+    text holding it takes the general route in the REFUSE_ADDED mode), or -1 (none)."""
     if h.dtype != np.int64 or h.shape != (HANDLE_LEN,) or h.flags.writeable:
         raise ValueError("not a handle of handle_of")
     for a, dt in ((out, np.uint32), (vals, np.int64), (utf8, np.uint8)):
@@ -60,9 +66,11 @@ def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: n
         if int_objects.dtype != np.int64 or int_objects.ndim != 1 or not int_objects.flags.c_contiguous:
             raise ValueError("the int objects of a call handle are an int64[:] of addresses")
         objs = (int_objects.ctypes.data, len(int_objects))
+    if not -1 <= refused < 0x80:
+        raise ValueError(f"the refused byte of a call handle is ASCII or -1, not {refused}")
     c = np.concatenate([h, np.array([out.ctypes.data, len(out), vals.ctypes.data, len(vals),
                                      no_added.ctypes.data, len(no_added), utf8.ctypes.data, len(utf8),
-                                     int(shared), *objs],
+                                     int(shared), *objs, refused],
                                     dtype=np.int64)])
     c.flags.writeable = False
     return c
@@ -122,7 +130,15 @@ def _str_utf8_into(s, u8):
 
 
 @njit(inline="always")
-def _str_call_ids(s, c, out, vals):
+def _holds(buf, b):
+    for i in range(len(buf)):
+        if buf[i] == b:
+            return True
+    return False
+
+
+@njit(inline="always")
+def _str_call_ids(s, c, refuse, out, vals):
     """encode_text_at of the UTF-8 of `s` into `out` with the rest read from the call handle `c`, the
     GIL released while a long text is encoded; the number of ids, or -1 (see encode_str_call)."""
     e = HANDLE_LEN
@@ -140,6 +156,8 @@ def _str_call_ids(s, c, out, vals):
         if m < 0:
             return -1
         buf = view_ro(c[e + 6], (m,), np.uint8)
+    if refuse and c[e + 11] >= 0 and _holds(buf, c[e + 11]):  # (ASCII: never inside a character)
+        return -1
     if n <= GIL_HELD_CHARS:
         return encode_text_at(buf, c, allowed, False, out, vals)
     if c[e + 8] != 0:  # a shared call handle (call_handle_of) is only used with the GIL held
@@ -151,27 +169,28 @@ def _str_call_ids(s, c, out, vals):
 
 
 @njit(nogil=False)
-def encode_str_call(ca, as_list, s):
+def encode_str_call(ca, mode, s):
     """encode_text_at(UTF-8 of s, h, no_added, False, out, vals) with h, out, vals, the mask and the
     UTF-8 scratch read from the call handle at address `ca` or in its slot (pyargs.call_address: an
     int unboxes in a fraction of an array's time; the caller keeps call_handle_of's array alive);
     no added token is allowed. Called through `str_call_entry()`, which reads `s` in place.
 
-    Returns, when `as_list`, a new list of the ids, or None when the general route must answer (the
-    scratch is too short for `s`, or `s` holds a surrogate code point); else the number of ids
-    written to the call handle's id scratch, -1 for the general route. An ASCII str is read in
+    Returns, in the AS_LIST mode, a new list of the ids, or None when the general route must answer
+    (the scratch is too short for `s`, `s` holds a surrogate code point, or, in the REFUSE_ADDED
+    mode, the call handle's refused byte); else the number of ids written to the call handle's id
+    scratch, -1 for the general route. An ASCII str is read in
     place (its characters are its UTF-8 bytes). The kernel holds the GIL (it makes the result
     objects, see pyresult.py) except while it encodes a text of more than GIL_HELD_CHARS
     characters; the call handle's scratch is one thread's, or a shared one used with the GIL held."""
     a = call_address(ca)
     if a == 0:  # an emptied slot
-        return py_none() if as_list else py_int(-1)
+        return py_none() if mode & AS_LIST else py_int(-1)
     c = view_ro(a, (CALL_LEN,), np.int64)
     e = HANDLE_LEN
     out = view_rw(c[e], (c[e + 1],), np.uint32)
     vals = view_rw(c[e + 2], (c[e + 3],), np.int64)
-    n = _str_call_ids(s, c, out, vals)
-    if not as_list:
+    n = _str_call_ids(s, c, mode & REFUSE_ADDED, out, vals)
+    if not mode & AS_LIST:
         return py_int(n)
     if n < 0:
         return py_none()
@@ -180,11 +199,11 @@ def encode_str_call(ca, as_list, s):
     return id_list(out, n)
 
 
-STR_CALL_TYPES = (types.int64, types.boolean, borrowed_str)
+STR_CALL_TYPES = (types.int64, types.int64, borrowed_str)
 
 
 def str_call_entry():
-    """The compiled encode_str_call for STR_CALL_TYPES, called without the dispatcher: (ca, as_list,
+    """The compiled encode_str_call for STR_CALL_TYPES, called without the dispatcher: (ca, mode,
     s) with `s` a str (nothing else: the caller checks `type(s) is str`)."""
     return encode_str_call.compile(STR_CALL_TYPES)
 
