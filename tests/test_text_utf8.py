@@ -110,3 +110,21 @@ def test_a_batch_item_that_is_not_a_str_is_named(ours):
     for rows, item in ((["a", "é" * 20_000, 3], "item 2"), (["a", b"bytes"], "item 1")):
         with pytest.raises(TypeError, match=item):
             enc.encode_ordinary_batch(rows)
+
+
+@settings(max_examples=200, deadline=None)
+@given(s=st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=300))
+def test_ascii_view_is_the_str_s_own_characters(s):
+    import platform
+
+    from tltok_jit import text
+
+    if platform.python_implementation() == "CPython":
+        assert text._ASCII_DATA is not None, "the layout check refused this CPython"
+    v = text.ascii_view(s)
+    assert v.dtype == np.uint8 and not v.flags.writeable and v.tobytes() == s.encode()
+
+    class Sub(str):
+        pass
+
+    assert text.ascii_view(Sub(s)).tobytes() == s.encode()  # a copy for other types

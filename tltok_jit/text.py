@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import platform
+import sys
 
 import numpy as np
 
@@ -57,6 +60,31 @@ def read_only_view(a: np.ndarray) -> np.ndarray:
     v = a.view()
     v.flags.writeable = False
     return v
+
+
+def _ascii_data_offset() -> int | None:
+    """Where a compact ASCII str's characters start (CPython: right after its header, NUL-terminated),
+    checked on live strings; None elsewhere."""
+    if platform.python_implementation() != "CPython" or hasattr(sys, "gettotalrefcount"):
+        return None
+    off = sys.getsizeof("") - 1
+    for s in ("", "a", "tokens " * 41, "".join(map(chr, range(1, 128)))):
+        if sys.getsizeof(s) != off + len(s) + 1 or ctypes.string_at(id(s) + off, len(s) + 1) != s.encode() + b"\0":
+            return None
+    return off
+
+
+_ASCII_DATA = _ascii_data_offset()
+
+
+def ascii_view(text: str) -> np.ndarray:
+    """The UTF-8 of an ASCII `text` (the caller checked `text.isascii()`) as a read-only uint8 array:
+    a view of the str's own characters where the layout check passed (no copy of a long text; valid
+    while the caller holds `text`, so the view must not outlive the call that made it), else a copy."""
+    if _ASCII_DATA is None or type(text) is not str or sys.getsizeof(text) != _ASCII_DATA + len(text) + 1:
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)  # (or a str of another layout)
+    view = np.ctypeslib.as_array((ctypes.c_uint8 * len(text)).from_address(id(text) + _ASCII_DATA))
+    return read_only(view)
 
 
 def text_to_buf(text: str) -> np.ndarray:
