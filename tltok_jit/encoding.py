@@ -70,6 +70,17 @@ def _held_count_not_ready(text):
     return -1
 
 
+def _ids_unless_in(first: str, held_ids, text: str):
+    """Encoding._held_default_ids where the kernel cannot test for the added tokens' first character
+    (`first`; "" when they have several: every text then takes the general route)."""
+    return held_ids(text) if first not in text else None
+
+
+def _count_unless_in(first: str, held_count, text: str) -> int:
+    """Encoding._held_default_count likewise."""
+    return held_count(text) if first not in text else -1
+
+
 def _held_decode_not_ready(tokens):
     """Encoding._held_text and _held_bytes until the decode call handle is made (or where there is
     none: pyints' layout check failed, or a decoder chain): the checked path's answer."""
@@ -618,17 +629,9 @@ class Encoding:
             if refused >= 0 or first == "\udfff":
                 self._held_default_ids = functools.partial(entry, slot, KH.AS_LIST | KH.REFUSE_ADDED)
                 self._held_default_count = functools.partial(entry, slot, KH.REFUSE_ADDED)
-            else:
-                self._held_default_ids = self._held_default_ids_checked
-                self._held_default_count = self._held_default_count_checked
-
-    def _held_default_ids_checked(self, text: str) -> list[int] | None:
-        """_held_default_ids where the kernel cannot test for the added tokens' first characters."""
-        return self._held_ids(text) if self._added_first_char not in text else None
-
-    def _held_default_count_checked(self, text: str) -> int:
-        """_held_default_count where the kernel cannot test for the added tokens' first characters."""
-        return self._held_count(text) if self._added_first_char not in text else -1
+            else:  # (partials of plain functions: no reference back to self)
+                self._held_default_ids = functools.partial(_ids_unless_in, first, self._held_ids)
+                self._held_default_count = functools.partial(_count_unless_in, first, self._held_count)
 
     def _encode_short(self, text: str, amask: np.ndarray, any_allowed: bool):
         """(this thread's id scratch, n): the ids of a `text` of at most _SCRATCH characters (ASCII
