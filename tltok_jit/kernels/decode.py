@@ -42,32 +42,34 @@ def _gather(ids, row_offsets, tok_bytes, tok_offsets, valid, byte_offsets):
     # one allocation of the exact size (+ slack for the word stores), one pass: a token is copied
     # in 16-byte words (most are shorter) and the next one overwrites what went past its end
     out = np.empty(total + COPY_WORD, dtype=np.uint8)
+    op = data_ptr(out)
+    bp = data_ptr(tok_bytes)
+    nb = len(tok_bytes)
     p = np.int64(0)
     for i in range(len(ids)):
         t = ids[i]
-        p = _put_token(out, p, tok_bytes, tok_offsets[t], tok_offsets[t + 1])
+        a = tok_offsets[t]
+        b = tok_offsets[t + 1]
+        if b + COPY_WORD <= nb:  # the last word read stays inside tok_bytes
+            _copy_words(op, p, bp, a, b)
+        else:
+            for k in range(b - a):
+                out[p + k] = tok_bytes[a + k]
+        p += b - a
     return out[:total], np.int64(-1)
 
 
 @njit(inline="always")
-def _put_token(out, p, tok_bytes, a, b):
-    """Copy tok_bytes[a:b] to out[p:]; returns p + b - a. May write up to COPY_WORD - 1 bytes past
-    the token (out has that slack; the next token overwrites them): most tokens are one word."""
-    end = p + b - a
-    if b + COPY_WORD <= len(tok_bytes):  # the last word read stays inside tok_bytes
-        op = data_ptr(out)
-        bp = data_ptr(tok_bytes)
-        while a < b:
-            store_u64(op, p, load_u64(bp, a))
-            store_u64(op, p + 8, load_u64(bp, a + 8))
-            a += COPY_WORD
-            p += COPY_WORD
-    else:
-        while a < b:
-            out[p] = tok_bytes[a]
-            a += 1
-            p += 1
-    return end
+def _copy_words(op, p, bp, a, b):
+    """Copy the bytes at bp[a:b] to op[p:] in 16-byte words: up to COPY_WORD - 1 bytes past the
+    token are written (the output has that slack; the next token overwrites them), and read (the
+    caller checks b + COPY_WORD <= the length at bp). Pointers, not arrays: a helper taking the
+    arrays made the gather of 750k ids 2.6x slower (5.7 -> 15.0 ms)."""
+    while a < b:
+        store_u64(op, p, load_u64(bp, a))
+        store_u64(op, p + 8, load_u64(bp, a + 8))
+        a += COPY_WORD
+        p += COPY_WORD
 
 
 @njit
@@ -116,7 +118,7 @@ def decode_list_call(ca, as_text, seq):
     """decode (as_text: errors="replace") or decode_bytes of `seq`, an exact list or tuple of
     exact ints (a borrowed object), as a new str or bytes; None when the caller's checked path
     must answer: `seq` is of another type, an item is not an int in [0, 2**30), an id is unknown,
-    or the bytes do not fit the scratch.
+    or the bytes do not fit the scratch (a list longer than it is not read at all).
 
     The call handle at address `ca` or in its slot (pyargs.call_address): a decode handle
     (HANDLE_*, id_decode.decode_call_handle), the list and tuple types and a uint8 scratch. Two
@@ -135,10 +137,13 @@ def decode_list_call(ca, as_text, seq):
     else:
         return py_none()
     n = load_i64(p + SEQ_SIZE)
+    out = view_rw(h[HANDLE_SCRATCH], (h[HANDLE_SCRATCH + 1],), np.uint8)
+    room = len(out) - COPY_WORD
+    if n > room:  # (most tokens have a byte or more) a long list: the gather path, without a pass here
+        return py_none()
     tok_bytes = view_ro(h[HANDLE_TOK_BYTES], (h[HANDLE_TOK_BYTES + 1],), np.uint8)
     tok_offsets = view_ro(h[HANDLE_TOK_OFFSETS], (h[HANDLE_TOK_OFFSETS + 1],), np.int64)
     valid = view_ro(h[HANDLE_VALID], (h[HANDLE_VALID + 1],), np.bool_)
-    out = view_rw(h[HANDLE_SCRATCH], (h[HANDLE_SCRATCH + 1],), np.uint8)
     int_type, zero_tag, one_tag = h[HANDLE_INT_TYPE], h[HANDLE_ZERO_TAG], h[HANDLE_ONE_DIGIT_TAG]
     total = np.int64(0)
     for i in range(n):
@@ -146,12 +151,22 @@ def decode_list_call(ca, as_text, seq):
         if t < 0 or t >= len(valid) or not valid[t]:
             return py_none()
         total += tok_offsets[t + 1] - tok_offsets[t]
-    if total + COPY_WORD > len(out):
-        return py_none()
+        if total > room:
+            return py_none()
+    op = data_ptr(out)
+    bp = data_ptr(tok_bytes)
+    nb = len(tok_bytes)
     w = np.int64(0)
     for i in range(n):
         t = small_int_at(load_i64(items + 8 * i), int_type, zero_tag, one_tag)
-        w = _put_token(out, w, tok_bytes, tok_offsets[t], tok_offsets[t + 1])
+        a = tok_offsets[t]
+        b = tok_offsets[t + 1]
+        if b + COPY_WORD <= nb:
+            _copy_words(op, w, bp, a, b)
+        else:
+            for k in range(b - a):
+                out[w + k] = tok_bytes[a + k]
+        w += b - a
     if as_text:
         return py_text(out, total)
     return py_bytes(out, total)
