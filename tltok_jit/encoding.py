@@ -27,7 +27,7 @@ from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
 from .pandas_io import is_pandas_series
 from .pipeline_kernels import KernelPipeline
-from .pylist import IntObjects
+from .pylist import IntObjects, int_objects
 from .recipe import abspath, cached
 from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
 from .tables import compile_model, table_config
@@ -50,7 +50,6 @@ _ASCII_AT_ENTRY: list = [None]
 _STR_CALL_ENTRY: list = [None]
 _HELD_CHARS = KH.GIL_HELD_CHARS  # a text of up to this many characters may use the shared call handle
 _HELD_INSTALL = threading.Lock()
-_INT_OBJECTS = threading.Lock()
 # the per-thread scratch of Encoding._encode_short holds the ids (<= UTF-8 bytes <= 4 per character)
 # and the UTF-8 of a text of up to this many characters
 _SCRATCH = 4096
@@ -594,7 +593,7 @@ class Encoding:
             out = np.empty(4 * _SCRATCH, dtype=np.uint32)
             utf8 = np.empty(4 * _SCRATCH, dtype=np.uint8)
             objs = self._int_object_table()
-            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, int_objects=objs.addrs)
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, int_objects=objs.addrs if objs.immortal else None)
             hs = (h, work[0], out, call.ctypes.data, utf8, call, objs)
             self._local.handle = hs
         return hs
@@ -619,7 +618,7 @@ class Encoding:
             objs = self._int_object_table()
             first = self._added_first_char  # U+DFFF: no added token
             refused = ord(first) if len(first) == 1 and first.isascii() else -1
-            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.addrs,
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.addrs if objs.immortal else None,
                                      refused=refused)
             self._held_state = (cache, work, h, out, utf8, call, objs)
             slot = take_slot(call.ctypes.data)  # a small int: unboxed faster than the address
@@ -892,14 +891,11 @@ class Encoding:
         return self._int_object_table().to_list(ids, resolve_threads(num_threads))
 
     def _int_object_table(self) -> IntObjects:
-        """One prebuilt int object per vocabulary id (made once, ~17 ms for o200k): long list results
-        and the lists of short calls (call_handle_of's int_objects) hold these."""
+        """The process's immortal int objects (pylist.int_objects; made once, ~20 ms for o200k): long
+        list results and the lists of short calls (call_handle_of's int_objects) hold these."""
         objs = self._int_objects
         if objs is None:
-            with _INT_OBJECTS:
-                objs = self._int_objects
-                if objs is None:
-                    objs = self._int_objects = IntObjects(self.n_vocab)
+            objs = self._int_objects = int_objects(self.n_vocab)
         return objs
 
     def encode_ordinary_to_numpy(self, text: str, *, num_threads: int | None = None) -> np.ndarray:

@@ -2,14 +2,20 @@
 
 Returning a Python list is part of the tiktoken interface, and making one costs as much as a
 sizeable part of encoding: `ids.tolist()` allocates an int object per id, and gathering prebuilt
-objects (`objs[ids].tolist()`) still touches every object's reference count twice, at random. Here
-a kernel writes the prebuilt objects' addresses straight into a new list's item array and adds each
-object's number of uses to its reference count once.
+objects (`objs[ids].tolist()`) still touches every object's reference count, at random. Here the
+int objects 0 .. n-1 are made once per process (`int_objects`) and made immortal the way CPython
+3.12 makes its own: each reference count is raised once by IMMORTAL_BIAS (2**62), so a list holds
+them without taking references of its own (the decref of each freed item cannot bring one to zero:
+at a billion a second that takes 146 years), and they are never freed. A kernel writes their
+addresses straight into a new list's item array; the short calls' kernels do the same
+(kernels/pyresult.id_list_shared). CPython's shared small ints (0 .. 256) are raised once per
+process, whatever the number of tables.
 
 That relies on CPython's object layout (reference count first, a list's item pointer after the
 variable-size header) and plain reference counting. `available()` checks the layout on live objects
-at import; other interpreters and versions (3.12+ has immortal objects, free-threaded builds count
-references differently) use the gather path, as does anyone who sets TLTOK_NO_FAST_LIST=1.
+at import; other interpreters and versions (3.12+ has immortal objects of its own, free-threaded
+builds count references differently) use the gather path and new ints, as does anyone who sets
+TLTOK_NO_FAST_LIST=1.
 """
 
 from __future__ import annotations
@@ -62,29 +68,19 @@ def _add_i64(typingctx, addr, value):
 
 
 @numba.njit(cache=CACHE, nogil=True, boundscheck=False)
-def _fill(items, ids, lo, hi, addrs, uses, seen):
-    """items[i] = addrs[ids[i]] (as PyObject*) for lo <= i < hi, and uses[t] = how many of those
-    ids are t; seen[:k] = the distinct ids, k returned. No reference count changes (`_add_uses`
-    does that, with the GIL), so parts of one list may be filled on several threads at once."""
-    k = 0
+def _fill(items, ids, lo, hi, addrs):
+    """items[i] = addrs[ids[i]] (as PyObject*) for lo <= i < hi. The objects are immortal: no
+    reference count changes, so parts of one list may be filled on several threads at once."""
     for i in range(lo, hi):
-        t = ids[i]
-        _store_i64(items + 8 * i, addrs[t])
-        if uses[t] == 0:
-            seen[k] = t
-            k += 1
-        uses[t] += 1
-    return k
+        _store_i64(items + 8 * i, addrs[ids[i]])
 
 
 # The GIL stays held (nogil=False): the kernel changes reference counts.
 @numba.njit(cache=CACHE, nogil=False, boundscheck=False)
-def _add_uses(addrs, uses, seen, k):
-    """Every object seen[:k] gets its uses added to its reference count; uses is all zeros again."""
-    for j in range(k):
-        t = seen[j]
-        _add_i64(addrs[t], uses[t])  # ob_refcnt is the object's first field
-        uses[t] = 0
+def _raise_counts(addrs, lo, bias):
+    """Add `bias` to the reference count of the objects at addrs[lo:] (ob_refcnt is their first field)."""
+    for j in range(lo, len(addrs)):
+        _add_i64(addrs[j], bias)
 
 
 class _Filler:
@@ -141,58 +137,82 @@ def available() -> bool:
     return _AVAILABLE
 
 
+IMMORTAL_BIAS = 1 << 62
+_SMALL_INTS = 257  # CPython's shared small ints 0 .. 256: every table holds the same objects
+_SMALL_DONE: list = [False]
+_SMALL_LOCK = threading.Lock()
+
+
+def _small_ints_immortal() -> None:
+    """Raise the counts of the small ints 0 .. 256 by IMMORTAL_BIAS, once per process (they are in
+    every table; twice would overflow)."""
+    with _SMALL_LOCK:
+        if not _SMALL_DONE[0]:
+            _raise_counts(np.array([id(i) for i in range(_SMALL_INTS)], dtype=np.int64), 0, IMMORTAL_BIAS)
+            _SMALL_DONE[0] = True
+
+
 class IntObjects:
-    """The int objects 0 .. n-1, their addresses, and scratch counts (one row per worker, made when
-    a worker first needs it)."""
+    """The int objects 0 .. n-1 and their addresses; immortal (see the module doc) where
+    `available()`. Made by `int_objects`: one table per process, grown, never freed."""
 
-    def __init__(self, n: int) -> None:
-        self.objects = np.array(range(n), dtype=object)
+    def __init__(self, n: int, base: "IntObjects | None" = None) -> None:
+        m = 0 if base is None else len(base.addrs)
+        fresh = np.array(range(m, n), dtype=object)
+        self.objects = fresh if base is None else np.concatenate([base.objects, fresh])
         self.addrs = np.fromiter(map(id, self.objects), dtype=np.int64, count=n)
-        self.uses: list[np.ndarray] = []
-        self.seen: list[np.ndarray] = []
-        self._lock = threading.Lock()  # the scratch rows are one call's at a time
-
-    def _scratch(self, workers: int) -> None:
-        while len(self.uses) < workers:
-            self.uses.append(np.zeros(len(self.addrs), dtype=np.int64))
-            self.seen.append(np.zeros(len(self.addrs), dtype=np.int64))
+        self.immortal = _AVAILABLE and (base is None or base.immortal)
+        if self.immortal:
+            try:
+                _small_ints_immortal()
+                _raise_counts(self.addrs, max(m, _SMALL_INTS), IMMORTAL_BIAS)
+            except Exception:  # noqa: BLE001 - the kernel failed to compile: plain objects, gathered
+                self.immortal = False
 
     def to_list(self, ids: np.ndarray, threads: int = 1) -> list[int]:
         """ids (every value < n, else IndexError) as a list of ints; a long one is filled on up to
         `threads` threads."""
         n = len(ids)
-        if not _AVAILABLE or n == 0:
+        if not (_AVAILABLE and self.immortal) or n == 0:
             return self.objects[ids].tolist()
         ids = np.ascontiguousarray(ids)
         if int(ids.max()) >= len(self.addrs):  # the kernel does not check
             raise IndexError(f"token id {int(ids.max())} is outside 0..{len(self.addrs) - 1}")
-        workers = max(1, min(threads, n // MIN_IDS_PER_WORKER))
-        with self._lock:
-            return self._fill_list(ids, workers)
+        return self._fill_list(ids, max(1, min(threads, n // MIN_IDS_PER_WORKER)))
 
     def _fill_list(self, ids: np.ndarray, workers: int) -> list[int]:
         global _AVAILABLE
         n = len(ids)
-        self._scratch(workers)
         # a new list's slots are NULL (list_dealloc and the collector skip those) and its item array
         # is not touched before the kernels write it: on a long list the page faults of its first
         # writes are much of the cost, and the workers take them in parallel
         lst = _NEW_LIST(n)
         items = _items_address(lst)
         bounds = [n * w // workers for w in range(workers + 1)]
-        distinct = [0] * workers
 
         def fill(w: int) -> None:
-            distinct[w] = _fill(items, ids, bounds[w], bounds[w + 1], self.addrs, self.uses[w], self.seen[w])
+            _fill(items, ids, bounds[w], bounds[w + 1], self.addrs)
 
         try:
             on_threads(workers, fill)
         except Exception:  # noqa: BLE001 - the kernel failed to compile here: never again, gather instead
             _AVAILABLE = False
-            ctypes.memset(items, 0, 8 * n)  # no slot may hold an object it has no reference to
-            for u in self.uses:
-                u[:] = 0
+            ctypes.memset(items, 0, 8 * n)  # (freeing the list then skips every slot)
             return self.objects[ids].tolist()
-        for w in range(workers):
-            _add_uses(self.addrs, self.uses[w], self.seen[w], distinct[w])
         return lst
+
+
+_TABLE: list = [None]
+_TABLE_LOCK = threading.Lock()
+
+
+def int_objects(n: int) -> IntObjects:
+    """The process's table of at least n int objects (the table grows, keeping the objects it has)."""
+    t = _TABLE[0]
+    if t is not None and len(t.addrs) >= n:
+        return t
+    with _TABLE_LOCK:
+        t = _TABLE[0]
+        if t is None or len(t.addrs) < n:
+            t = _TABLE[0] = IntObjects(n, t)
+        return t

@@ -49,9 +49,9 @@ def call_handle_of(h: np.ndarray, out: np.ndarray, vals: np.ndarray, no_added: n
     `encode_str_call`; the caller keeps the arrays alive as long as the call handle. A `shared`
     call handle serves several threads: encode_str_call then refuses (the general-route answer) a
     text it would encode with the GIL released, so no two calls ever use its scratch at once.
-    `int_objects` (int64): the address of a prebuilt int object per id (pylist.IntObjects.addrs),
-    which the lists of encode_str_call then hold instead of new ints; the caller keeps the objects
-    alive as long as the call handle. `refused`: an ASCII byte that starts every added token (a
+    `int_objects` (int64): the address of an immortal int object per id (pylist.IntObjects.addrs
+    where `.immortal`), which the lists of encode_str_call then hold, without taking references,
+    instead of new ints. `refused`: an ASCII byte that starts every added token (a
     text holding it takes the general route in the REFUSE_ADDED mode), or -1 (none)."""
     if h.dtype != np.int64 or h.shape != (HANDLE_LEN,) or h.flags.writeable:
         raise ValueError("not a handle of handle_of")

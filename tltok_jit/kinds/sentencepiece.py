@@ -142,9 +142,9 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
         if len(ids) < 64:
             return ids.tolist()
         if self._int_objects is None:
-            from ..pylist import IntObjects
+            from ..pylist import int_objects
 
-            self._int_objects = IntObjects(self.vocab_size)
+            self._int_objects = int_objects(self.vocab_size)
         return self._int_objects.to_list(ids)
 
     # ------------------------------------------------------------------ columns
