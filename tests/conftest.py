@@ -59,8 +59,6 @@ TIKTOKEN_FILES = {
 
 # Shared files with a committed copy of the same bytes in fixtures/.
 FIXTURE_COPIES = {
-    "tokenizers/gpt2/vocab.json": FIXTURES / "gpt2" / "vocab.json",
-    "tokenizers/gpt2/merges.txt": FIXTURES / "gpt2" / "merges.txt",
     "tokenizers/tiktoken/whisper_multilingual.tiktoken": FIXTURES / "whisper" / "multilingual.tiktoken",
 }
 # Shared rank files the package embeds (tltok_jit/data/), by stem.

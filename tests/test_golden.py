@@ -14,7 +14,6 @@ import pytest
 import tltok_jit
 from conftest import get_shared_path
 from golden import (
-    FIXTURES,
     HF_FILES,
     TIKTOKEN_NAMES,
     build_tiktoken_oracle,
@@ -75,7 +74,7 @@ def test_tiktoken_batches_equal_frozen_vectors(tiktoken_golden):
 def _hf_encodings():
     yield "gpt2", "tokenizer.json", lambda: tltok_jit.from_file(get_shared_path(HF_FILES["gpt2"]))
     yield "gpt2", "vocab.json+merges.txt", lambda: tltok_jit.from_gpt2_files(
-        FIXTURES / "gpt2" / "vocab.json", FIXTURES / "gpt2" / "merges.txt")
+        get_shared_path("tokenizers/gpt2/vocab.json"), get_shared_path("tokenizers/gpt2/merges.txt"))
     yield "smollm2", "tokenizer.json", lambda: tltok_jit.from_file(get_shared_path(HF_FILES["smollm2"]))
 
 

@@ -199,7 +199,7 @@ def test_load_description_offline_from_the_embedded_copy(env, tmp_path, name):
     """No TLTOK_DATA, an empty cache, no network: the embedded copy gives tiktoken's own parse."""
     d = registry.load_description(name)
     spec = registry.encoding_spec(name)
-    assert d.source.endswith(f"{spec.rank_file}.gz") and pathlib.Path(d.source).is_file()
+    assert d.source.endswith((f"{spec.rank_file}.gz", f"{spec.rank_file}.tok.xz")) and pathlib.Path(d.source).is_file()
     plain = tmp_path / spec.rank_file
     plain.write_bytes(registry.embedded_rank_data(name))
     assert d.vocab == tiktoken_load.load_tiktoken_bpe(str(plain))
@@ -229,7 +229,7 @@ def test_damaged_embedded_copy_raises(env, monkeypatch):
     with pytest.raises(RankFileHashError) as ei:
         d.vocab
     msg = str(ei.value)
-    assert "o200k_base.tiktoken.gz" in msg and registry.encoding_spec("o200k_base").sha256 in msg
+    assert "o200k_base.tiktoken.tok.xz" in msg and registry.encoding_spec("o200k_base").sha256 in msg
     assert "reinstall" in msg
 
 
@@ -384,3 +384,17 @@ def test_tltok_data_takes_precedence_over_download(env, server):
 def test_hash_error_is_a_tokenizer_file_error():
     assert issubclass(RankFileHashError, TokenizerFileError)
     assert issubclass(RankFileUnavailableError, OSError)
+
+
+def test_embedded_token_list_rebuilds_the_file_or_refuses():
+    import lzma
+    import struct
+
+    from tltok_jit import data
+
+    packed = struct.pack("<I", 3) + bytes([1, 2, 1]) + b"a" + b"bc" + b"\xff"
+    assert data._tiktoken_from_tokens(packed) == b"YQ== 0\nYmM= 1\n/w== 2\n"
+    for bad in (packed[:-1], packed + b"x", struct.pack("<I", 9) + packed[4:]):
+        with pytest.raises(ValueError, match="lengths do not match"):
+            data._tiktoken_from_tokens(bad)
+    assert lzma.decompress(lzma.compress(packed)) == packed
