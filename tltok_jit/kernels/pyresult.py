@@ -47,21 +47,29 @@ def _list_of_ids(builder, pyapi, data, count, item_of):
     return builder.select(builder.load(failed), cgutils.get_null_value(lst.type), lst)
 
 
-@intrinsic
-def id_list(typingctx, ids, n):
-    """A new list of the ints ids[0:n] (uint32 ids, n <= len(ids): the caller's guarantee); NULL
-    with MemoryError set when an allocation fails."""
-    if not (isinstance(ids, types.Array) and ids.dtype == types.uint32 and isinstance(n, types.Integer)):
-        return None
-    sig = py_object_ref(ids, n)
+def _of_buffer(name, dtype, make):
+    """An intrinsic `name`(buf, n) -> PyObjectRef for a 1-D array `buf` of `dtype`: make(context, builder,
+    pyapi, pointer to buf's data, n as intp) builds the object (n <= len(buf): the caller's guarantee)."""
 
-    def codegen(context, builder, signature, args):
-        pyapi = context.get_python_api(builder)
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        count = context.cast(builder, args[1], signature.args[1], types.intp)
-        return _list_of_ids(builder, pyapi, data, count, pyapi.long_from_longlong)
+    def typer(typingctx, buf, n):
+        if not (isinstance(buf, types.Array) and buf.dtype == dtype and isinstance(n, types.Integer)):
+            return None
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            pyapi = context.get_python_api(builder)
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            count = context.cast(builder, args[1], signature.args[1], types.intp)
+            return make(context, builder, pyapi, data, count)
+
+        return py_object_ref(buf, n), codegen
+
+    typer.__name__ = typer.__qualname__ = name  # numba names the intrinsic (and its code) after it
+    return intrinsic(typer)
+
+
+# A new list of the ints ids[0:n] (uint32 ids); NULL with MemoryError set when an allocation fails.
+id_list = _of_buffer("id_list", types.uint32, lambda context, builder, pyapi, data, count:
+                     _list_of_ids(builder, pyapi, data, count, pyapi.long_from_longlong))
 
 
 @intrinsic
@@ -148,39 +156,17 @@ def acquire_gil(typingctx, state):
     return sig, codegen
 
 
-@intrinsic
-def py_text(typingctx, buf, n):
-    """A new str of the UTF-8 bytes buf[0:n] decoded with errors="replace" (bytes.decode's decoder,
-    PyUnicode_DecodeUTF8); n <= len(buf) is the caller's guarantee. NULL with the exception set
-    when an allocation fails."""
-    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and isinstance(n, types.Integer)):
-        return None
-    sig = py_object_ref(buf, n)
-
-    def codegen(context, builder, signature, args):
-        pyapi = context.get_python_api(builder)
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        size = context.cast(builder, args[1], signature.args[1], types.intp)
-        fnty = ir.FunctionType(pyapi.pyobj, [pyapi.cstring, pyapi.py_ssize_t, pyapi.cstring])
-        fn = pyapi._get_function(fnty, name="PyUnicode_DecodeUTF8")
-        errors = context.insert_const_string(builder.module, "replace")
-        return builder.call(fn, [builder.bitcast(data, pyapi.cstring), size, errors])
-
-    return sig, codegen
+def _decoded_text(context, builder, pyapi, data, size):
+    fnty = ir.FunctionType(pyapi.pyobj, [pyapi.cstring, pyapi.py_ssize_t, pyapi.cstring])
+    fn = pyapi._get_function(fnty, name="PyUnicode_DecodeUTF8")
+    errors = context.insert_const_string(builder.module, "replace")
+    return builder.call(fn, [builder.bitcast(data, pyapi.cstring), size, errors])
 
 
-@intrinsic
-def py_bytes(typingctx, buf, n):
-    """A new bytes object of buf[0:n] (n <= len(buf): the caller's guarantee); NULL with the
-    exception set when an allocation fails."""
-    if not (isinstance(buf, types.Array) and buf.dtype == types.uint8 and isinstance(n, types.Integer)):
-        return None
-    sig = py_object_ref(buf, n)
+# A new str of the UTF-8 bytes buf[0:n] decoded with errors="replace" (bytes.decode's decoder,
+# PyUnicode_DecodeUTF8); NULL with the exception set when an allocation fails.
+py_text = _of_buffer("py_text", types.uint8, _decoded_text)
 
-    def codegen(context, builder, signature, args):
-        pyapi = context.get_python_api(builder)
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        size = context.cast(builder, args[1], signature.args[1], types.intp)
-        return pyapi.bytes_from_string_and_size(builder.bitcast(data, pyapi.cstring), size)
-
-    return sig, codegen
+# A new bytes object of buf[0:n]; NULL with the exception set when an allocation fails.
+py_bytes = _of_buffer("py_bytes", types.uint8, lambda context, builder, pyapi, data, size:
+                      pyapi.bytes_from_string_and_size(builder.bitcast(data, pyapi.cstring), size))
