@@ -26,23 +26,35 @@ TAILS = {scan.PAT_GPT2: scan.TAIL_NONE, scan.PAT_GPT2_DIGITS: scan.TAIL_NONE, sc
          scan.PAT_TEKKEN: scan.TAIL_CRLF_SLASH}  # read off each pattern's punctuation alternative
 
 
+CASED = {kind: scan.LETTERS_ANY for kind in SCANNER_KINDS}  # read off each pattern's letter alternatives
+CASED[scan.PAT_O200K] = scan.LETTERS_CASED_SUFFIX
+CASED[scan.PAT_TEKKEN] = scan.LETTERS_CASED
+DIGITS = {scan.PAT_GPT2: scan.DIGITS_RUN, scan.PAT_GPT2_DIGITS: scan.DIGITS_ONE, scan.PAT_CL100K: scan.DIGITS_THREE,
+          scan.PAT_LLAMA3: scan.DIGITS_THREE, scan.PAT_QWEN2: scan.DIGITS_ONE, scan.PAT_O200K: scan.DIGITS_THREE,
+          scan.PAT_TEKKEN: scan.DIGITS_ONE}  # read off each pattern's digit alternative (and SmolLM2's split)
+
+
+def _rules(kind):
+    return ANY_PREFIX[kind], TAILS[kind], CASED[kind], DIGITS[kind]
+
+
 @njit(cache=False)
-def _tail_of(kind):
-    return scan.ascii_tail(kind)
+def _rules_of(kind):
+    return scan.ascii_tail(kind), scan.ascii_cased(kind), scan.ascii_digits(kind)
 
 
-def test_every_scanner_kind_has_its_tail():
-    assert sorted(TAILS) == SCANNER_KINDS
-    assert all(_tail_of(k) == TAILS[k] for k in SCANNER_KINDS)
+def test_every_scanner_kind_has_its_rules():
+    assert sorted(TAILS) == sorted(CASED) == sorted(DIGITS) == SCANNER_KINDS
+    assert all(_rules_of(k) == _rules(k)[1:] for k in SCANNER_KINDS)
 
 
 @njit(cache=False)
-def _fast_ends(buf, end, any_prefix, tail):
+def _fast_ends(buf, end, any_prefix, tail, cased, digits):
     """ascii_piece_end at every position below `end` (-1 where it does not answer)."""
     p = scan.data_ptr(buf)
     out = np.full(end, -1, dtype=np.int64)
     for pos in range(end):
-        out[pos] = scan.ascii_piece_end(p, np.int64(pos), np.int64(end), any_prefix, tail)
+        out[pos] = scan.ascii_piece_end(p, np.int64(pos), np.int64(end), any_prefix, tail, cased, digits)
     return out
 
 
@@ -53,7 +65,7 @@ def _check(data: bytes, end: int | None = None) -> int:
     fast = {}
     answered = 0
     for kind in SCANNER_KINDS:
-        key = (ANY_PREFIX[kind], TAILS[kind])
+        key = _rules(kind)
         if key not in fast:
             fast[key] = _fast_ends(buf, end, *key)
         ends = fast[key]
@@ -71,7 +83,8 @@ def _check(data: bytes, end: int | None = None) -> int:
 # weighted: runs of spaces, words and punctuation next to digits, LF and non-ASCII letters
 _PIECES = ["a", "z", "A", "Z", "Q", " ", " ", " ", " ", "'", "\n", "\n", "\r", "\t", "0", "1", "9", ",", ".", ";", "/",
            "-", "_", "(", '"', "é", "\u00a0", "ß", "中", "É", "ʼ", "\x0b", "\x1c", "ab", "Word", "  ", "1 ",
-           "):\n", "\n\n", "\n    ", "._", "\x01", "\x7f", "\x0c", "…", "\u0301", "'s", "/\n"]
+           "):\n", "\n\n", "\n    ", "._", "\x01", "\x7f", "\x0c", "…", "\u0301", "'s", "/\n", "HTTP", "Value",
+           "getX", "12", "345", "٣", "\r\n", "\t\t", " \n", "'t", "(s", "_x", "'S", "'re", "'LL", "n't", "ſ", "'ſ"]
 
 
 @settings(max_examples=600, deadline=None)
@@ -93,17 +106,29 @@ def test_fast_path_edges():
              b"(\xe2\x80\xa6", b"(\xcc\x81x", b" (\n", b"a;\r\rb", b"\n \xc2\xa0x"]
     answered = sum(_check(c) for c in cases)
     assert answered >= 20  # the fast path does answer (a path that never answers tests nothing)
-    fast = _fast_ends(np.frombuffer(b"word's\0\0\0\0\0\0\0\0", dtype=np.uint8), 6, True, scan.TAIL_CRLF)
-    assert fast[0] == -1  # an apostrophe after a word: the contraction rules differ per pattern
+    o200k, cl100k, gpt2, qwen2 = (_rules(k) for k in (scan.PAT_O200K, scan.PAT_CL100K, scan.PAT_GPT2, scan.PAT_QWEN2))
+    word = np.frombuffer(b"word's\0\0\0\0\0\0\0\0", dtype=np.uint8)
+    assert _fast_ends(word, 6, *o200k)[0] == 6  # o200k's words take the contraction suffix
+    assert _fast_ends(word, 6, *cl100k)[0] == 4  # cl100k's do not: "'s" is a piece of its own
+    assert _fast_ends(word, 6, *cl100k)[4] == 6
     buf = np.frombuffer(b"(self) 'sam\0\0\0\0\0\0\0\0", dtype=np.uint8)
-    assert _fast_ends(buf, 11, True, scan.TAIL_CRLF)[0] == 5  # "(self": one piece in o200k
-    assert _fast_ends(buf, 11, False, scan.TAIL_NONE)[0] == -1
-    assert _fast_ends(buf, 11, True, scan.TAIL_CRLF)[7] == -1  # "'sam": cl100k takes the contraction "'s" first
+    assert _fast_ends(buf, 11, *cl100k)[0] == 5  # "(self": one piece in cl100k
+    assert _fast_ends(buf, 11, *gpt2)[0] == 1  # GPT-2 has no prefix: "(" then "self"
+    assert _fast_ends(buf, 11, *cl100k)[7] == 9  # "'sam": cl100k takes the contraction "'s" first
     code = b"):\n    x._y\n\n  z\0\0\0\0\0\0\0\0"
-    o200k = _fast_ends(np.frombuffer(code, dtype=np.uint8), len(code) - 8, True, scan.TAIL_CRLF_SLASH)
-    assert o200k[0] == 3 and o200k[8] == 10 and o200k[11] == 13  # "):\n", "._", "\n\n" before indentation
-    gpt2 = _fast_ends(np.frombuffer(code, dtype=np.uint8), len(code) - 8, False, scan.TAIL_NONE)
-    assert gpt2[0] == 2 and gpt2[11] == -1  # GPT-2: "):" then LF; "\n\n  " is its own kind of piece
+    ends = _fast_ends(np.frombuffer(code, dtype=np.uint8), len(code) - 8, *o200k)
+    assert ends[0] == 3 and ends[8] == 10 and ends[11] == 13  # "):\n", "._", "\n\n" before indentation
+    ends = _fast_ends(np.frombuffer(code, dtype=np.uint8), len(code) - 8, *gpt2)
+    assert ends[0] == 2 and ends[11] == 14  # GPT-2: "):" then LF; "\n\n " (its last space goes with "z")
+    words = b"getValue HTTPServer CHAPTER I\0\0\0\0\0\0\0\0"
+    ends = _fast_ends(np.frombuffer(words, dtype=np.uint8), len(words) - 8, *o200k)
+    assert (ends[0], ends[3], ends[8], ends[19], ends[27]) == (3, 8, 19, 27, 29)
+    ends = _fast_ends(np.frombuffer(words, dtype=np.uint8), len(words) - 8, *cl100k)
+    assert (ends[0], ends[8], ends[19], ends[27]) == (8, 19, 27, 29)  # `\p{L}+`: case does not split
+    num = b"x = 12345;\0\0\0\0\0\0\0\0"
+    for rules, want in ((o200k, (4, 7, 9)), (gpt2, (9, 9, 9)), (qwen2, (4, 5, 8))):  # " ", "123" / " 12345" / "1"
+        ends = _fast_ends(np.frombuffer(num, dtype=np.uint8), len(num) - 8, *rules)
+        assert (ends[3], ends[4], ends[7]) == want
 
 
 @pytest.mark.parametrize("name", ["english-war-and-peace.txt", "udhr/en.txt"])

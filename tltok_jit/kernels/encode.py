@@ -17,7 +17,8 @@ from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, 
 from .jit import borrow, njit, prefetch, stack_array
 from .merge import SIDE_PIECE, merge_piece, merge_side_by_side
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
-from .scan import PAT_GPT2, PAT_GPT2_DIGITS, PAT_WHOLE, ascii_piece_end, ascii_tail, data_ptr, np_int, scan_pointers
+from .scan import (PAT_GPT2, PAT_GPT2_DIGITS, PAT_WHOLE, ascii_cased, ascii_digits, ascii_piece_end, ascii_tail, data_ptr,
+                   np_int, scan_pointers)
 from .scanner_slots import call_scanner
 from .trees import F_REACH
 
@@ -80,6 +81,8 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
     words = kind < PAT_WHOLE  # every scanner ends common ASCII pieces alike (scan.ascii_piece_end)
     any_prefix = kind != PAT_GPT2 and kind != PAT_GPT2_DIGITS
     tail = ascii_tail(kind)
+    cased = ascii_cased(kind)
+    digits = ascii_digits(kind)
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
     use_chars = (T.config[CFG_TREES] & 1) != 0
@@ -155,7 +158,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
             nw = 0
             q = pos
             while nw < WINDOW and q < end:
-                qe = ascii_piece_end(bp, np_int(q), np_int(end), any_prefix, tail) if words else np_int(-1)
+                qe = ascii_piece_end(bp, np_int(q), np_int(end), any_prefix, tail, cased, digits) if words else np_int(-1)
                 if qe < 0:
                     qe = call_scanner(kind, bp, np_int(q), np_int(end), s1p, s2p, a0)
                 w_end[nw] = qe

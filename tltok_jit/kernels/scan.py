@@ -374,16 +374,17 @@ def _o200k_ascii(buf, pos, end, s2, a0, b):
 
 
 @njit(inline="always")
-def ascii_word_end(buf, pos, end, any_prefix):
+def ascii_word_end(buf, pos, end, any_prefix, cased):
     """End of the piece at pos when it is an ASCII word, the commonest piece of English and code: a
-    prefix, an optional A-Z, then a-z+, ended by `end` or by an ASCII byte that is neither a letter
-    nor an apostrophe; else -1. The prefix is an optional space, or with `any_prefix` (the patterns
-    whose letter alternative starts with `[^\\r\\n\\p{L}\\p{N}]?`: every one but GPT-2's two) any ASCII
-    byte but a letter, a digit, CR, LF and the apostrophe. Every scanner (PAT_* below PAT_WHOLE)
-    ends such a piece there: its letter alternatives come before the whitespace and punctuation
-    ones and stop at the first non-letter, and the contractions start with the apostrophe. The
-    piece loop tries this inline before its indirect call to the pattern's scanner (the call alone
-    costs ~6 ns a piece)."""
+    prefix, then a run of ASCII letters ended by `end` or by an ASCII byte that is not a letter;
+    else -1. The prefix is an optional space, or with `any_prefix` (the patterns whose letter
+    alternative starts with `[^\\r\\n\\p{L}\\p{N}]?`: every one but GPT-2's two) any ASCII byte but a
+    letter, a digit, CR, LF and the apostrophe. The run is every letter (`\\p{L}+`, LETTERS_ANY), or
+    (o200k's and Tekken's `[Lu..]*[Ll..]+|[Lu..]+[Ll..]*`) upper-case letters then lower-case ones
+    (`HTTPServer`, `get` of `getValue`, `CHAPTER`), with o200k's contraction suffix when one
+    follows (`don't`). Every scanner (PAT_* below PAT_WHOLE) ends such a piece there: its
+    letter alternatives come before the others. The piece loop tries this inline before its
+    indirect call to the pattern's scanner (the call alone costs ~6 ns a piece)."""
     p = pos
     b = buf[p]
     if b == _SP or (any_prefix and b < 0x80 and b != _CR and b != _LF and b != _APOS
@@ -391,19 +392,26 @@ def ascii_word_end(buf, pos, end, any_prefix):
         p += 1
         if p >= end:
             return np_int(-1)
-        b = buf[p]
-    if 0x41 <= b <= 0x5A:  # one upper-case letter (o200k: [Lu]* then [Ll]+)
-        p += 1
-        if p >= end:
+    if cased != LETTERS_ANY:
+        u = p
+        while u < end and 0x41 <= buf[u] <= 0x5A:
+            u += 1
+        e = _letters8(buf, u, end, False)
+        if e == p:
             return np_int(-1)
-        b = buf[p]
-    if b < 0x61 or b > 0x7A:
+        if e < end:
+            t = buf[e]
+            if t >= 0x80:
+                return np_int(-1)
+            if t == _APOS and cased == LETTERS_CASED_SUFFIX:
+                k = _contraction_end(buf, e, end, True)
+                return k if k >= 0 else (e if k == -1 else np_int(-1))
+        return e
+    if not 0x61 <= (buf[p] | 0x20) <= 0x7A:
         return np_int(-1)
-    e = _letters8(buf, p + 1, end, False)
-    if e < end:
-        t = buf[e]
-        if t >= 0x80 or t == _APOS or 0x61 <= (t | 0x20) <= 0x7A:
-            return np_int(-1)
+    e = _letters8(buf, p + 1, end, True)
+    if e < end and buf[e] >= 0x80:
+        return np_int(-1)
     return e
 
 
@@ -418,11 +426,26 @@ def _punct_ascii(b):
     return _visible_ascii(b) and not (0x30 <= b <= 0x39) and not (0x61 <= (b | 0x20) <= 0x7A)
 
 
+@njit(inline="always")
+def _white_ascii(b):
+    return b == _SP or b == _LF or b == _CR or b == 0x09
+
+
 # what the punctuation alternative of a pattern adds after its run (ascii_piece_end's `tail`), and
-# whether an LF run is a piece of its own (`\s*[\r\n]+` / `\s*[\r\n]` before `\s+(?!\S)`)
-TAIL_NONE = 0  # GPT-2's ` ?[^\s\p{L}\p{N}]++`
-TAIL_CRLF = 1  # cl100k, Llama-3, Qwen2: `[\r\n]*`
-TAIL_CRLF_SLASH = 2  # o200k, Tekken: `[\r\n/]*`
+# whether an LF run is a piece of its own (`\\s*[\\r\\n]+` / `\\s*[\\r\\n]` before `\\s+(?!\\S)`)
+TAIL_NONE = 0  # GPT-2's ` ?[^\\s\\p{L}\\p{N}]++`
+TAIL_CRLF = 1  # cl100k, Llama-3, Qwen2: `[\\r\\n]*`
+TAIL_CRLF_SLASH = 2  # o200k, Tekken: `[\\r\\n/]*`
+
+# how a pattern's letter alternatives take ASCII words (ascii_word_end's `cased`)
+LETTERS_ANY = 0  # `\\p{L}+` (GPT-2, cl100k, Llama-3, Qwen2)
+LETTERS_CASED = 1  # Tekken's `[Lu..]*[Ll..]+|[Lu..]+[Ll..]*`
+LETTERS_CASED_SUFFIX = 2  # o200k's: the same, then `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
+
+# how a pattern takes ASCII digits (ascii_piece_end's `digits`)
+DIGITS_RUN = 0  # GPT-2's ` ?\\p{N}+`: the whole run, after an optional space
+DIGITS_ONE = 1  # Qwen2's and Tekken's `\\p{N}`, SmolLM2's digit split: one digit a piece
+DIGITS_THREE = 3  # cl100k's, o200k's, Llama-3's `\\p{N}{1,3}`
 
 
 @njit(inline="always")
@@ -436,23 +459,116 @@ def ascii_tail(kind):
 
 
 @njit(inline="always")
-def ascii_piece_end(buf, pos, end, any_prefix, tail):
-    """ascii_word_end, else the end of three other common ASCII pieces that every scanner of the
-    kind (any_prefix, tail: see ascii_word_end and TAIL_*) ends at the same byte; else -1:
+def ascii_digits(kind):
+    """The DIGITS_* of a pattern kind below PAT_WHOLE."""
+    if kind == PAT_GPT2:
+        return DIGITS_RUN
+    if kind == PAT_QWEN2 or kind == PAT_TEKKEN or kind == PAT_GPT2_DIGITS:
+        return DIGITS_ONE
+    return DIGITS_THREE
+
+
+@njit(inline="always")
+def ascii_cased(kind):
+    """The LETTERS_* of a pattern kind below PAT_WHOLE."""
+    if kind == PAT_O200K:
+        return LETTERS_CASED_SUFFIX
+    if kind == PAT_TEKKEN:
+        return LETTERS_CASED
+    return LETTERS_ANY
+
+
+@njit(inline="always")
+def _contraction_end(buf, pos, end, any_case):
+    """End of the contraction `'s|'t|'re|'ve|'m|'ll|'d` at pos (an apostrophe), in either case with
+    `any_case`; -1 when there is none; -2 when a non-ASCII character decides (with `any_case`:
+    case folding matches U+017F to `s`)."""
+    if pos + 1 >= end:
+        return np_int(-1)
+    c = np_int(buf[pos + 1])
+    if c >= 0x80:
+        return np_int(-2) if any_case else np_int(-1)
+    if any_case:
+        c |= 0x20
+    if c == 0x73 or c == 0x74 or c == 0x6D or c == 0x64:  # s t m d
+        return pos + 2
+    if (c == 0x72 or c == 0x76 or c == 0x6C) and pos + 2 < end:  # re ve ll
+        d = np_int(buf[pos + 2])
+        if d >= 0x80:
+            return np_int(-2) if any_case else np_int(-1)
+        if any_case:
+            d |= 0x20
+        if d == (0x6C if c == 0x6C else 0x65):
+            return pos + 3
+    return np_int(-1)
+
+
+@njit(inline="always")
+def _digits_end(buf, pos, end, digits):
+    """ascii_piece_end of a piece that starts with an ASCII digit, or a space and one."""
+    if buf[pos] == _SP:
+        if digits != DIGITS_RUN:
+            return pos + 1  # `\\s+`: no other alternative takes a space before a digit
+        pos += 1
+    if digits == DIGITS_ONE:
+        return pos + 1
+    lim = end if digits == DIGITS_RUN else min(end, pos + 3)
+    i = pos + 1
+    while i < lim and 0x30 <= buf[i] <= 0x39:
+        i += 1
+    if digits == DIGITS_THREE and i == pos + 3:
+        return i
+    if i < end and buf[i] >= 0x80:
+        return np_int(-1)  # a digit of another script may continue the run
+    return i
+
+
+@njit(inline="always")
+def _gpt2_space_run_end(buf, pos, end):
+    """GPT-2's `\\s+(?!\\S)` on a run of two or more spaces, tabs, CRs and LFs before a visible ASCII
+    byte other than a digit: all but its last character (which goes with what follows, or is a
+    piece of its own); else -1 (SmolLM2's digit split would end the regex's text at a digit)."""
+    i = pos
+    while i < end and _white_ascii(buf[i]):
+        i += 1
+    if i - pos >= 2 and i < end and _visible_ascii(buf[i]) and not (0x30 <= buf[i] <= 0x39):
+        return i - 1
+    return np_int(-1)
+
+
+@njit(inline="always")
+def ascii_piece_end(buf, pos, end, any_prefix, tail, cased, digits):
+    """ascii_word_end, else the end of other common ASCII pieces that every scanner of the kind
+    (any_prefix, tail, cased, digits: see ascii_word_end, TAIL_*, LETTERS_* and DIGITS_*) ends at
+    the same byte; else -1:
+    - a contraction at an apostrophe (`(?i:'s|'t|'re|'ve|'m|'ll|'d)`, GPT-2's in lower case), in the
+      patterns that take it first (all but o200k's and Tekken's);
+    - digits (`\\p{N}{1,3}`, `\\p{N}` or GPT-2's ` ?\\p{N}+`) ended by an ASCII byte or `end`, and a
+      space before a digit (`\\s+` alone, but in GPT-2's patterns);
     - an optional space and a run of punctuation (` ?[^\\s\\p{L}\\p{N}]+`), ended by a space, a
-      tab, VT, FF, a digit, `end`, a letter (unless the run is one character without the space: a
-      word's prefix in most patterns), or CR/LF (with the pattern's tail, `[\\r\\n]*` or
+      tab, VT, FF, a digit, `end`, a letter (unless the run is one character without the space and
+      the pattern takes it as a word's prefix), or CR/LF (with the pattern's tail, `[\\r\\n]*` or
       `[\\r\\n/]*`, when it has one): the piece of code's `._`, `):` + LF, `, `;
     - LF before a visible ASCII byte (`\\s*[\\r\\n]+`, `\\s*[\\r\\n]` or GPT-2's `\\s`: that LF alone);
       with a tail, a run of LF before spaces and a visible ASCII byte (indented code): the LF run;
+      without one (GPT-2), a run of whitespace before a visible ASCII byte: all of it but its last
+      character (_gpt2_space_run_end);
     - two or more spaces before a visible ASCII byte other than a digit (indentation): all but the
       last space (`\\s+(?!\\S)`; the last one goes with what follows; SmolLM2's digit split would
       end the regex's text at a digit and keep the run whole)."""
-    e = ascii_word_end(buf, pos, end, any_prefix)
+    e = ascii_word_end(buf, pos, end, any_prefix, cased)
     if e >= 0 or pos + 1 >= end:
         return e
     b = buf[pos]
     c = buf[pos + 1]
+    if b == _APOS and cased == LETTERS_ANY:  # the contractions come first (GPT-2's in lower case only)
+        k = _contraction_end(buf, pos, end, tail != TAIL_NONE)
+        if k >= 0:
+            return k
+    if 0x30 <= b <= 0x39 or (b == _SP and 0x30 <= c <= 0x39):
+        return _digits_end(buf, pos, end, digits)
+    if tail == TAIL_NONE and _white_ascii(b) and _white_ascii(c):
+        return _gpt2_space_run_end(buf, pos, end)
     if b == _LF:
         if _visible_ascii(c):
             return pos + 1
@@ -490,7 +606,8 @@ def ascii_piece_end(buf, pos, end, any_prefix, tail):
     if t == _SP or t == 0x09 or t == 0x0B or t == 0x0C or 0x30 <= t <= 0x39:
         return i
     if 0x61 <= (t | 0x20) <= 0x7A:
-        return i if i - pos >= 2 else np_int(-1)
+        # one character: a word's prefix in most patterns, a contraction's start in GPT-2's
+        return i if i - pos >= 2 or not (any_prefix or b == _APOS) else np_int(-1)
     if t == _LF or t == _CR:
         if tail == TAIL_NONE:
             return i
