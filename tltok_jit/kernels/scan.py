@@ -432,20 +432,20 @@ def _white_ascii(b):
 
 
 # what the punctuation alternative of a pattern adds after its run (ascii_piece_end's `tail`), and
-# whether an LF run is a piece of its own (`\\s*[\\r\\n]+` / `\\s*[\\r\\n]` before `\\s+(?!\\S)`)
-TAIL_NONE = 0  # GPT-2's ` ?[^\\s\\p{L}\\p{N}]++`
-TAIL_CRLF = 1  # cl100k, Llama-3, Qwen2: `[\\r\\n]*`
-TAIL_CRLF_SLASH = 2  # o200k, Tekken: `[\\r\\n/]*`
+# whether an LF run is a piece of its own (`\s*[\r\n]+` / `\s*[\r\n]` before `\s+(?!\S)`)
+TAIL_NONE = 0  # GPT-2's ` ?[^\s\p{L}\p{N}]++`
+TAIL_CRLF = 1  # cl100k, Llama-3, Qwen2: `[\r\n]*`
+TAIL_CRLF_SLASH = 2  # o200k, Tekken: `[\r\n/]*`
 
 # how a pattern's letter alternatives take ASCII words (ascii_word_end's `cased`)
-LETTERS_ANY = 0  # `\\p{L}+` (GPT-2, cl100k, Llama-3, Qwen2)
+LETTERS_ANY = 0  # `\p{L}+` (GPT-2, cl100k, Llama-3, Qwen2)
 LETTERS_CASED = 1  # Tekken's `[Lu..]*[Ll..]+|[Lu..]+[Ll..]*`
 LETTERS_CASED_SUFFIX = 2  # o200k's: the same, then `(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
 
 # how a pattern takes ASCII digits (ascii_piece_end's `digits`)
-DIGITS_RUN = 0  # GPT-2's ` ?\\p{N}+`: the whole run, after an optional space
-DIGITS_ONE = 1  # Qwen2's and Tekken's `\\p{N}`, SmolLM2's digit split: one digit a piece
-DIGITS_THREE = 3  # cl100k's, o200k's, Llama-3's `\\p{N}{1,3}`
+DIGITS_RUN = 0  # GPT-2's ` ?\p{N}+`: the whole run, after an optional space
+DIGITS_ONE = 1  # Qwen2's and Tekken's `\p{N}`, SmolLM2's digit split: one digit a piece
+DIGITS_THREE = 3  # cl100k's, o200k's, Llama-3's `\p{N}{1,3}`
 
 
 @njit(inline="always")
