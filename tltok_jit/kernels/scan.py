@@ -117,10 +117,19 @@ def _class_slow(buf, i, end, s1, s2):
 
 @njit(inline="always")
 def _class(buf, i, end, s1, s2, a0):
-    """(class code, byte length) of the character at i (i < end), with an ASCII fast path."""
-    b = buf[i]
+    """(class code, byte length) of the character at i (i < end), with fast paths for ASCII and for
+    well-formed three-byte characters (CJK, Indic and South-East Asian scripts: every character of
+    such text; the call to _class_slow was a tenth of the time on Chinese)."""
+    b = np_int(buf[i])
     if b < 0x80:
         return np_int(s2[a0 + b]), np_int(1)
+    if 0xE0 <= b < 0xF0 and i + 2 < end:
+        c1 = np_int(buf[i + 1])
+        c2 = np_int(buf[i + 2])
+        if (c1 & 0xC0) == 0x80 and (c2 & 0xC0) == 0x80:
+            cp = ((b & 0x0F) << 12) | ((c1 & 0x3F) << 6) | (c2 & 0x3F)
+            if cp >= 0x800 and (cp < 0xD800 or cp > 0xDFFF):  # else decode_cp's U+FFFD, one byte
+                return np_int(s2[(np_int(s1[cp >> 8]) << 8) | (cp & 0xFF)]), np_int(3)
     return _class_slow(buf, i, end, s1, s2)
 
 
