@@ -487,7 +487,11 @@ def ascii_cased(kind):
     return LETTERS_ANY
 
 
-@njit(inline="always")
+# The rarer ASCII pieces are decided by calls (each compiled once) rather than inline in every
+# piece loop: inlined, they made the first compile several seconds longer for no measurable speed.
+
+
+@njit
 def _contraction_end(buf, pos, end, any_case):
     """End of the contraction `'s|'t|'re|'ve|'m|'ll|'d` at pos (an apostrophe), in either case with
     `any_case`; -1 when there is none; -2 when a non-ASCII character decides (with `any_case`:
@@ -512,7 +516,7 @@ def _contraction_end(buf, pos, end, any_case):
     return np_int(-1)
 
 
-@njit(inline="always")
+@njit
 def _digits_end(buf, pos, end, digits):
     """ascii_piece_end of a piece that starts with an ASCII digit, or a space and one."""
     if buf[pos] == _SP:
@@ -532,7 +536,7 @@ def _digits_end(buf, pos, end, digits):
     return i
 
 
-@njit(inline="always")
+@njit
 def _gpt2_space_run_end(buf, pos, end):
     """GPT-2's `\\s+(?!\\S)` on a run of two or more spaces, tabs, CRs and LFs before a visible ASCII
     byte other than a digit: all but its last character (which goes with what follows, or is a
