@@ -266,7 +266,8 @@ def test_plain_lists_and_numpy(o200k):
 
 
 def test_zero_copy_inputs(o200k):
-    """No Arrow-pool allocation proportional to the input: buffers are read in place."""
+    """No Arrow-pool allocation proportional to the input: buffers are read in place (the pool holds
+    the ids of a parallel call, whose pages it recycles, and nothing else of that size)."""
     _ref, enc = o200k
     texts = ["some text that is long enough to matter " * 20] * 2000
     for typ in _types():
@@ -276,8 +277,8 @@ def test_zero_copy_inputs(o200k):
         enc.encode_arrow(arr)  # warm
         before = pa.total_allocated_bytes()
         out = enc.encode_arrow(arr, num_threads=2)
-        grown = pa.total_allocated_bytes() - before
-        assert grown < 64 * 1024, f"{typ}: {grown} bytes allocated in the Arrow pool"
+        grown = pa.total_allocated_bytes() - before - 4 * len(out.values)
+        assert grown < 64 * 1024, f"{typ}: {grown} bytes allocated in the Arrow pool besides the ids"
         # the ids buffer is the numpy array handed over, not a copy
         assert out.values.buffers()[1].size >= 4 * len(out.values)
         del out

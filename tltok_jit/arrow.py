@@ -63,6 +63,7 @@ from .kernels import columns as KC
 from .kernels import columns_decode as KD
 from .kernels.column_cuts import all_cuts
 from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
+from .pages import small_pages
 from .special_policy import SpecialPolicy
 from .tables import pattern_kind
 from .text import read_only_view
@@ -339,7 +340,7 @@ class _State:
         held = self.dense
         if held is not None and held.shape[0] >= workers and held.shape[1] >= cap:
             return held
-        rows = np.empty((workers, cap), dtype=np.uint32)
+        rows = small_pages(np.empty((workers, cap), dtype=np.uint32))
         if cap <= DENSE_KEEP:
             self.dense = rows
         return rows
@@ -592,10 +593,15 @@ def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=No
     for one worker, `into` (its row, packed in place: every move goes left)."""
     bound = int(counts[:n][flags[:n] == 0].sum() + heads.sum())
     new_off = np.empty(n + 1, dtype=np.int64 if _want_large(bound, large_list) else np.int32)
-    ids = np.empty(max(bound, 1), dtype=np.uint32) if into is None else into
-    n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off))
-    ids.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
-    return ids[:n_ids], new_off
+    if into is None:
+        # from Arrow's memory pool, which keeps the pages earlier results gave back: writing to
+        # fresh memory stalled for 15-30 ms in some processes on a VM (see pages.py)
+        ids = np.frombuffer(pa.allocate_buffer(4 * max(bound, 1)), dtype=np.uint32)
+        n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off))
+        return ids[:n_ids], new_off
+    n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, into, new_off))
+    into.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
+    return into[:n_ids], new_off
 
 
 def _want_large(n_ids: int, large_list) -> bool:

@@ -25,6 +25,7 @@ from .kernels.pyargs import release_slot, take_slot
 from .kernels.scan import load_scanner
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
+from .pages import small_pages
 from .pandas_io import is_pandas_series
 from .pipeline_kernels import KernelPipeline
 from .pylist import IntObjects, int_objects
@@ -964,7 +965,7 @@ class Encoding:
         total = int(offsets[-1] - offsets[0]) if n_rows else 0
         # ids are written densely (each worker's rows one after another): only the pages they fill
         # are committed, and worker 0's are already in place
-        out = np.empty(max(total, 1), dtype=np.uint32)
+        out = small_pages(np.empty(max(total, 1), dtype=np.uint32))
         counts = np.empty(n_rows, dtype=np.int64)
         threads = workers_for(max(1, min(resolve_threads(num_threads), n_rows)), total)
         if threads == 1:
