@@ -40,12 +40,12 @@ def _rules(kind):
 
 @njit(cache=False)
 def _rules_of(kind):
-    return scan.ascii_tail(kind), scan.ascii_cased(kind), scan.ascii_digits(kind)
+    return scan.ascii_rules(kind)
 
 
 def test_every_scanner_kind_has_its_rules():
     assert sorted(TAILS) == sorted(CASED) == sorted(DIGITS) == SCANNER_KINDS
-    assert all(_rules_of(k) == _rules(k)[1:] for k in SCANNER_KINDS)
+    assert all(_rules_of(k) == _rules(k) for k in SCANNER_KINDS)
 
 
 @njit(cache=False)

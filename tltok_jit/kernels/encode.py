@@ -17,8 +17,7 @@ from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, 
 from .jit import borrow, njit, prefetch, stack_array
 from .merge import SIDE_PIECE, merge_piece, merge_side_by_side
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
-from .scan import (PAT_GPT2, PAT_GPT2_DIGITS, PAT_WHOLE, ascii_cased, ascii_digits, ascii_piece_end, ascii_tail, data_ptr,
-                   np_int, scan_pointers)
+from .scan import PAT_WHOLE, ascii_piece_end, ascii_rules, data_ptr, np_int, scan_pointers
 from .scanner_slots import call_scanner
 from .trees import F_REACH
 
@@ -79,10 +78,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
     cache = cache_of(h)
     kind = T.config[CFG_PATTERN]
     words = kind < PAT_WHOLE  # every scanner ends common ASCII pieces alike (scan.ascii_piece_end)
-    any_prefix = kind != PAT_GPT2 and kind != PAT_GPT2_DIGITS
-    tail = ascii_tail(kind)
-    cased = ascii_cased(kind)
-    digits = ascii_digits(kind)
+    any_prefix, tail, cased, digits = ascii_rules(kind)
     ignore_merges = T.config[CFG_IGNORE_MERGES] != 0
     use_cache = T.config[CFG_USE_CACHE] != 0
     use_chars = (T.config[CFG_TREES] & 1) != 0

@@ -458,33 +458,20 @@ DIGITS_THREE = 3  # cl100k's, o200k's, Llama-3's `\p{N}{1,3}`
 
 
 @njit(inline="always")
-def ascii_tail(kind):
-    """The TAIL_* of a pattern kind below PAT_WHOLE."""
-    if kind == PAT_GPT2 or kind == PAT_GPT2_DIGITS:
-        return TAIL_NONE
-    if kind == PAT_O200K or kind == PAT_TEKKEN:
-        return TAIL_CRLF_SLASH
-    return TAIL_CRLF
-
-
-@njit(inline="always")
-def ascii_digits(kind):
-    """The DIGITS_* of a pattern kind below PAT_WHOLE."""
+def ascii_rules(kind):
+    """(any_prefix, TAIL_*, LETTERS_*, DIGITS_*) of a pattern kind below PAT_WHOLE: the arguments of
+    ascii_piece_end after the position, read off each pattern (and SmolLM2's digit split)."""
     if kind == PAT_GPT2:
-        return DIGITS_RUN
-    if kind == PAT_QWEN2 or kind == PAT_TEKKEN or kind == PAT_GPT2_DIGITS:
-        return DIGITS_ONE
-    return DIGITS_THREE
-
-
-@njit(inline="always")
-def ascii_cased(kind):
-    """The LETTERS_* of a pattern kind below PAT_WHOLE."""
+        return False, TAIL_NONE, LETTERS_ANY, DIGITS_RUN
+    if kind == PAT_GPT2_DIGITS:
+        return False, TAIL_NONE, LETTERS_ANY, DIGITS_ONE
     if kind == PAT_O200K:
-        return LETTERS_CASED_SUFFIX
+        return True, TAIL_CRLF_SLASH, LETTERS_CASED_SUFFIX, DIGITS_THREE
     if kind == PAT_TEKKEN:
-        return LETTERS_CASED
-    return LETTERS_ANY
+        return True, TAIL_CRLF_SLASH, LETTERS_CASED, DIGITS_ONE
+    if kind == PAT_QWEN2:
+        return True, TAIL_CRLF, LETTERS_ANY, DIGITS_ONE
+    return True, TAIL_CRLF, LETTERS_ANY, DIGITS_THREE  # cl100k, Llama-3
 
 
 # The rarer ASCII pieces are decided by calls (each compiled once) rather than inline in every
