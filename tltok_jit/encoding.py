@@ -662,7 +662,7 @@ class Encoding:
         if len(text) <= _SCRATCH:
             out, n = self._encode_short(text, amask, any_allowed)
             return out[:n].copy()
-        out = np.empty(len(text), dtype=np.uint32)
+        out = small_pages(np.empty(len(text), dtype=np.uint32))
         h, vals = self._serial_handle()[:2]
         entry = _ASCII_AT_ENTRY[0]
         if entry is None:
@@ -674,7 +674,7 @@ class Encoding:
         return out
 
     def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
-        out = np.empty(len(buf), dtype=np.uint32)
+        out = small_pages(np.empty(len(buf), dtype=np.uint32))
         h, vals = self._serial_handle()[:2]
         args = (buf, h, amask, any_allowed, out, vals)
         entry = _ENCODE_AT_ENTRY[0]
