@@ -51,6 +51,41 @@ def skip_unflagged8(tab, buf, i, e):
     return i
 
 
+_H8 = uint64(0x8080808080808080)
+_L8 = uint64(0x0101010101010101)
+
+
+@njit(inline="always")
+def plain_probe(tab):
+    """skip_plain8's probe for a flag table `tab` (uint8[256]) that flags every non-ASCII byte: the one
+    ASCII byte it flags, in all eight bytes of a word (0x80 in each when it flags none: no ASCII byte
+    matches), or 0 when it flags several or NUL (skip_plain8 cannot test those; skip_unflagged8 can)."""
+    b = np_int(-1)
+    for c in range(128):
+        if tab[c] != 0:
+            if b >= 0:
+                return uint64(0)
+            b = c
+    for c in range(128, 256):
+        if tab[c] == 0:
+            return uint64(0)
+    return uint64(0x80 if b < 0 else b) * _L8
+
+
+@njit(inline="always")
+def skip_plain8(bp, i, e, probe):
+    """skip_unflagged8 for the table `probe` came from (plain_probe, not 0), one load per eight bytes:
+    it stops at the first group with a non-ASCII byte or the probe's byte (or, rarely, earlier: the
+    zero-byte test may flag a byte above a matching one), never after a flagged byte."""
+    while i + 8 <= e:
+        x = load_u64(bp, i)
+        y = x ^ probe
+        if ((x | ((y - _L8) & ~y)) & _H8) != uint64(0):
+            break
+        i += 8
+    return i
+
+
 @njit(inline="always")
 def cp_class(cp, stage1, stage2):
     """The class code (unicode.classes.CLS_*) of code point `cp` (0 <= cp < 0x110000)."""
