@@ -597,9 +597,9 @@ def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=No
         # from Arrow's memory pool, which keeps the pages earlier results gave back: writing to
         # fresh memory stalled for 15-30 ms in some processes on a VM (see pages.py)
         ids = np.frombuffer(pa.allocate_buffer(4 * max(bound, 1)), dtype=np.uint32)
-        n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off))
+        n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, False))
         return ids[:n_ids], new_off
-    n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, into, new_off))
+    n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, into, new_off, True))
     into.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
     return into[:n_ids], new_off
 

@@ -357,11 +357,12 @@ def drive(w, counter, wbytes, bufs, T, cache, job, serial):
 
 
 @njit
-def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off):
+def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, in_place):
     """The blocks' ids from the workers' rows of `wout`, in block order, into `ids` (at least the ids
     of every row), and each row's offset into new_off. Rows flagged in `flags` come out empty (a row
     cut by a block boundary may have ids in the block before its flag was found). Returns the number
-    of ids."""
+    of ids. `in_place`: `ids` is the one worker's row itself (every move goes left; a run already
+    where it belongs, as all are when no row is flagged, is not copied)."""
     cur = np.int64(0)
     for k in range(len(bb) - 1):
         w = bpos[k, 0]
@@ -371,8 +372,9 @@ def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off):
         hc = heads[k]
         if hc > 0:
             if flags[r0 - 1] == 0:
-                for j in range(hc):
-                    ids[cur + j] = wout[w, src + j]
+                if not (in_place and src == cur):
+                    for j in range(hc):
+                        ids[cur + j] = wout[w, src + j]
                 cur += hc
             src += hc
         for r in range(r0, r1):
@@ -380,8 +382,9 @@ def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off):
             c = counts[r]
             if c > 0:
                 if flags[r] == 0:
-                    for j in range(c):
-                        ids[cur + j] = wout[w, src + j]
+                    if not (in_place and src == cur):
+                        for j in range(c):
+                            ids[cur + j] = wout[w, src + j]
                     cur += c
                 src += c
     new_off[n] = cur
