@@ -396,6 +396,31 @@ def test_invalid_utf8_hypothesis(o200k, rows):
             enc.encode_arrow(arr, errors="strict", disallowed_special=())
 
 
+# three-byte sequences valid and not (the validation pass takes E1-EC / EE-EF leads without a range
+# check), truncated ones at a row's end, and the one special token's first byte
+UTF8_PARTS = [b"a", b" ", b"<", b"\xe4\xb8\xad", b"\xe1\x80\x80", b"\xef\xbf\xbf", b"\xec\xbf\xbf",
+              b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xe0\xa0\x80", b"\xe0\x80\x80", b"\xe4\xb8", b"\xe4",
+              b"\x80", b"\xbf", b"\xc3\xa9", b"\xf0\x9f\x99\x82", b"\xee\x80", b"<|endoftext|>"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(UTF8_PARTS), max_size=24).map(b"".join), min_size=1, max_size=6))
+def test_multibyte_validation_hypothesis(o200k, rows):
+    ref, enc = o200k
+    arr = pa.array(rows, type=pa.binary())
+    exp = [ref.encode(b.decode("utf-8", "replace"), disallowed_special=()) for b in rows]
+    for threads in (1, 2):
+        assert enc.encode_arrow(arr, num_threads=threads, disallowed_special=()).to_pylist() == exp
+    bad = [r for r, b in enumerate(rows) if b.decode("utf-8", "replace").encode() != b]
+    special = [r for r, b in enumerate(rows) if b"<|endoftext|>" in b]
+    first = min(bad + special, default=None)
+    if first is None:
+        enc.encode_arrow(arr, errors="strict")
+    else:
+        with pytest.raises(ValueError, match=f"row {first}: "):
+            enc.encode_arrow(arr, errors="strict")
+
+
 # ------------------------------------------------------------------------------------------------
 # special tokens
 # ------------------------------------------------------------------------------------------------

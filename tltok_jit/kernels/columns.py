@@ -165,6 +165,11 @@ def _scan_check(buf, i, e, tab, probe):
             continue
         if x & 2:
             return np.int64(2), np.int64(i)
+        b = buf[i]
+        if 0xE1 <= b <= 0xEF and b != 0xED and i + 2 < e and (buf[i + 1] & 0xC0) == 0x80 \
+                and (buf[i + 2] & 0xC0) == 0x80:
+            i += 3  # a three-byte character that needs no range check (CJK, Indic, ...): most of such text
+            continue
         cp, n = decode_cp(buf, i, e)
         if n == 1:
             return np.int64(1), np.int64(i)
