@@ -313,6 +313,19 @@ def test_batch_mixes_kernel_and_python_rows(name):
         [e.ids for e in hf.encode_batch(ascii_only, add_special_tokens=False)]
 
 
+def test_batch_rows_with_lone_surrogates_under_nfc():
+    """encode_batch under NFC checks each row's own str (not its UTF-8 decoded again): a lone surrogate
+    (U+FFFD in the row, as encode makes it) beside combining marks comes out as encode gives it, by
+    either route."""
+    enc, _hf = pair("qwen2.5")
+    texts = ["a\ud800\u0301", "\ud800e\u0301", "\u00e9\ud800", "e\u0301\udfff", "\u4e2d\ud800\u6587", "\ud800",
+             "\u0301\ud800", "plain", "\u212b\ud800"]
+    want = [enc.encode(t, allowed_special="all") for t in texts]
+    for threads in (1, 2):
+        assert enc.encode_batch(texts, allowed_special="all", num_threads=threads) == want
+        assert enc.encode_ordinary_batch(texts, num_threads=threads) == [enc.encode_ordinary(t) for t in texts]
+
+
 def test_rows_with_invalid_utf8_under_nfc():
     """encode_rows of raw bytes under an NFC normalizer (every non-ASCII row is decoded and checked):
     a row of invalid UTF-8 is encoded as its replaced text, a non-NFC row by the Python path, and the

@@ -997,6 +997,13 @@ class Encoding:
         out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
         return out, new_offsets
 
+    def _encode_text_rows(self, texts: Sequence[str], data: np.ndarray, offsets: np.ndarray, num_threads: int,
+                          amask: np.ndarray, any_allowed: bool) -> tuple[np.ndarray, np.ndarray]:
+        """encode_rows of _texts_to_rows(texts): the offsets need no check, and a pipeline that checks
+        rows in Python (a normalizer) reads the str it was given instead of decoding the row again."""
+        valid = np.ones(len(offsets) - 1, dtype=np.uint8)
+        return self._pipeline.encode_rows(data, offsets, valid, amask, any_allowed, num_threads, texts=texts)
+
     def _texts_to_rows(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(UTF-8 of all texts, int64 row offsets). One join and one encode when that is exact: every
         text ASCII (byte offsets = character offsets) or Latin-1 (str_utf8_rows)."""
@@ -1043,8 +1050,7 @@ class Encoding:
         elif policy.finder is not None:
             for t in texts:
                 self._check_disallowed(t, None, policy)
-        ids, new_offsets = self.encode_rows(data, offsets, num_threads=num_threads, amask=amask,
-                                            any_allowed=any_allowed)
+        ids, new_offsets = self._encode_text_rows(texts, data, offsets, num_threads, amask, any_allowed)
         if add_special_tokens:
             ids, new_offsets = self._pipeline.add_template(ids, new_offsets)
         return ids, new_offsets
@@ -1076,8 +1082,10 @@ class Encoding:
         """`encode_ordinary` over a list, in parallel."""
         if self._serve_interim("rows"):
             return self._interim_batch(texts if isinstance(texts, (list, tuple)) else list(texts), (), ())
-        data, offsets = self._texts_to_rows(texts if isinstance(texts, (list, tuple)) else list(texts))
-        return self._split(*self.encode_rows(data, offsets, num_threads=num_threads), num_threads)
+        texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+        data, offsets = self._texts_to_rows(texts)
+        return self._split(*self._encode_text_rows(texts, data, offsets, num_threads, self._no_added, False),
+                           num_threads)
 
     # ------------------------------------------------------------------ decoding
     def _unknown_token(self, i: int) -> UnknownTokenError:

@@ -3,6 +3,7 @@ tokenizer.json one (pipeline_runtime.HFRuntime)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,8 +35,9 @@ class KernelPipeline:
         return self.kernels.encode_kernels(text, policy, allowed_special, num_threads)
 
     def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
-                    num_threads: int) -> tuple[np.ndarray, np.ndarray]:
-        """`Encoding.encode_rows` of checked offsets."""
+                    num_threads: int, texts: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """`Encoding.encode_rows` of checked offsets (`texts`: the str of each row, when the rows were
+        made from them)."""
         return self.kernels.encode_rows_kernels(data, offsets, valid, amask, any_allowed, num_threads)
 
     def add_template(self, ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

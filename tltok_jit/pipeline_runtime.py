@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -314,9 +315,10 @@ class HFRuntime(KernelPipeline):
         return self._rows_with(lut, arr, offsets)
 
     def encode_rows(self, data: np.ndarray, offsets: np.ndarray, valid: np.ndarray, amask, any_allowed: bool,
-                    num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+                    num_threads: int, texts: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Encoding.encode_rows for pipelines that need Python: rows the kernels encode exactly go
-        through them in parallel, the others one by one through the text path."""
+        through them in parallel, the others one by one through the text path. `texts`: the str of
+        each row (the rows are their UTF-8), read by the NFC check instead of the row decoded again."""
         if not self.needs_python:
             return super().encode_rows(data, offsets, valid, amask, any_allowed, num_threads)
         n = len(offsets) - 1
@@ -329,6 +331,14 @@ class HFRuntime(KernelPipeline):
         # rows the kernels cannot encode exactly, by the text path; every other row stays in `arr` and
         # goes to the kernels in one parallel call (no per-row Python objects but for the checked rows)
         python_rows: dict[int, np.ndarray] = {}
+        if texts is not None and self.nfc_only and not self.missing and not self.always_text_path:
+            # the NFC check alone, on the str each row was made from: one whose lone surrogates became
+            # U+FFFD in its row is NFC exactly when the row is (both are starters that never compose)
+            for r in check.tolist():
+                if not unicodedata.is_normalized("NFC", texts[r]):
+                    python_rows[r] = self.encode_text_path(arr[offsets[r]:offsets[r + 1]].tobytes(), amask,
+                                                           any_allowed)
+            check = check[:0]
         for r in check.tolist():
             b = arr[offsets[r]:offsets[r + 1]].tobytes()
             try:
