@@ -95,6 +95,23 @@ def test_batch_checks_each_row_for_disallowed_specials(ours, tiktoken_oracle):
     assert enc.encode_ordinary_batch(iter(["é" * 20_000, "b"])) == ref.encode_ordinary_batch(["é" * 20_000, "b"])
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_rows=st.sampled_from([1, 7, 300]))
+def test_batch_rows_with_added_tokens(ours, tiktoken_oracle, seed, n_rows):
+    """Rows with added tokens go to the kernels in batches of entries (text between tokens, a token):
+    rows of many tokens cross the batches' ends; every thread count gives tiktoken's ids."""
+    enc, ref = ours("o200k_base"), tiktoken_oracle("o200k_base")
+    rng = np.random.default_rng(seed)
+    parts = ["<|endoftext|>", "<|endofprompt|>", "<|endof", "<", "|>", " hello", "é日", "  ", "\n", "12345", ""]
+    texts = ["".join(rng.choice(parts, int(rng.integers(0, 12)))) for _ in range(n_rows)]
+    want = ref.encode_batch(texts, allowed_special="all")
+    for threads in (1, 2):
+        assert enc.encode_batch(texts, allowed_special="all", num_threads=threads) == want
+    only = {"<|endofprompt|>"}
+    assert enc.encode_batch(texts, allowed_special=only, disallowed_special=()) == \
+        ref.encode_batch(texts, allowed_special=only, disallowed_special=())
+
+
 def test_buffers_are_read_only(ours):
     """One argument type for every call: a writable buffer would make numba compile (or load) a second
     variant of each kernel in the middle of a user's call."""

@@ -422,44 +422,104 @@ def encode_packed_spans(buf, spans, rows, ns, starts, s0, r0, h, out, counts, w,
     return fill
 
 
+@njit(inline="always")
+def _pack_entries(buf, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill):
+    """encode_packed_spans for a batch whose entries are text spans (toks[j] < 0) or added tokens
+    (toks[j] >= 0: an empty span, its one id added_ids[toks[j]]); counts[rows[j] - r0] grows by each
+    entry's ids. Returns the new fill."""
+    if ns == 0:
+        return fill
+    encode_ordinary_spans(buf, spans, ns, h, out, w, vals)
+    fb = fill
+    for j in range(ns):
+        t = toks[j]
+        if t >= 0:
+            # (fill <= fb + the entry's byte offset: no unpacked id lives there)
+            out[fill] = added_ids[t]
+            counts[rows[j] - r0] += 1
+            fill += 1
+            continue
+        c = spans[3 * j + 2]
+        src = fb + (spans[3 * j] - s0)
+        if src != fill:  # a move to the left: a forward copy is safe
+            for x in range(c):
+                out[fill + x] = out[src + x]
+        counts[rows[j] - r0] += c
+        fill += c
+    return fill
+
+
 @njit
 def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, out, counts, cache, w, vals):
     """Encode rows r_lo..r_hi of a string column on worker w (each worker on a thread of its own).
     Their ids are written one after another to out from 0 (out holds at least the rows' bytes);
     counts[r - r0] gets row r's number of ids (0 for a null row). Returns the number written."""
     fill = np.int64(0)
-    if not any_allowed:  # rows in batches: one setup per SPAN_BATCH rows
-        # a batch's rows are written at fill + their byte offset from its first row (ids <= bytes),
-        # then packed at fill
-        spans = np.empty(3 * SPAN_BATCH, dtype=np.int64)
-        rows = np.empty(SPAN_BATCH, dtype=np.int64)
-        h = handle_in(T, cache, stack_array(HANDLE_LEN, np.int64))
-        ns = 0
-        s0 = np.int64(0)
-        for r in range(r_lo, r_hi):
-            counts[r - r0] = 0
-            if valid[r] == 0 or offsets[r + 1] == offsets[r]:
+    # rows in batches: one setup per SPAN_BATCH entries (a span of text between added tokens, or an
+    # added token); an entry's ids are written at fill + its byte offset from the batch's first one
+    # (ids <= bytes), then packed at fill
+    spans = np.empty(3 * SPAN_BATCH, dtype=np.int64)
+    rows = np.empty(SPAN_BATCH, dtype=np.int64)
+    toks = np.empty(SPAN_BATCH, dtype=np.int64)
+    h = handle_in(T, cache, stack_array(HANDLE_LEN, np.int64))
+    trie = added_trie(T)
+    root = trie[0]
+    added_ids = borrow(T.added_ids)
+    ns = 0
+    s0 = np.int64(0)
+    for r in range(r_lo, r_hi):
+        counts[r - r0] = 0
+        if valid[r] == 0:
+            continue
+        i = np.int64(offsets[r])
+        e = np.int64(offsets[r + 1])
+        seg = i
+        while any_allowed and i < e:
+            # eight bytes at a time while none starts an added token (every root entry negative: their
+            # AND is)
+            while i + 8 <= e and (root[data[i]] & root[data[i + 1]] & root[data[i + 2]] & root[data[i + 3]]
+                                  & root[data[i + 4]] & root[data[i + 5]] & root[data[i + 6]]
+                                  & root[data[i + 7]]) < 0:
+                i += 8
+            if i >= e:
+                break
+            if root[data[i]] < 0:
+                i += 1
                 continue
+            t, ln, _ = match_in_trie(data, i, e, trie, allowed)
+            if t < 0:
+                i += 1
+                continue
+            for a, b, k in ((seg, i, np.int64(-1)), (i, i, np.int64(t))):
+                if k < 0 and b == a:
+                    continue
+                if ns == 0:
+                    s0 = a
+                spans[3 * ns] = a
+                spans[3 * ns + 1] = b
+                spans[3 * ns + 2] = fill + (a - s0)
+                rows[ns] = r
+                toks[ns] = k
+                ns += 1
+                if ns == SPAN_BATCH:
+                    fill = _pack_entries(data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals,
+                                         fill)
+                    ns = 0
+            i += ln
+            seg = i
+        if e > seg:
             if ns == 0:
-                s0 = offsets[r]
-            spans[3 * ns] = offsets[r]
-            spans[3 * ns + 1] = offsets[r + 1]
-            spans[3 * ns + 2] = fill + (offsets[r] - s0)
+                s0 = seg
+            spans[3 * ns] = seg
+            spans[3 * ns + 1] = e
+            spans[3 * ns + 2] = fill + (seg - s0)
             rows[ns] = r
+            toks[ns] = -1
             ns += 1
             if ns == SPAN_BATCH:
-                fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, h, out, counts, w, vals, fill)
+                fill = _pack_entries(data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill)
                 ns = 0
-        fill = encode_packed_spans(data, spans, rows, ns, offsets, s0, r0, h, out, counts, w, vals, fill)
-        return fill
-    for r in range(r_lo, r_hi):
-        if valid[r] == 0:
-            counts[r - r0] = 0
-            continue
-        op = encode_span(data, offsets[r], offsets[r + 1], T, allowed, any_allowed, out, fill, cache, w, vals)
-        counts[r - r0] = op - fill
-        fill = op
-    return fill
+    return _pack_entries(data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill)
 
 
 WORK_LEN = 1 << 14  # per-worker merge scratch (int64); merge kernels may use all of it
