@@ -30,13 +30,6 @@ def test_big_buffer_is_advised_small_pages():
     assert "nh" in _vm_flags(a.ctypes.data + (4 << 20))
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or pages._MADVISE is None, reason="Linux madvise")
-def test_list_items_are_advised_small_pages():
-    a = np.empty(6 << 20, dtype=np.uint8)
-    pages.small_pages_at(a.ctypes.data, a.nbytes)
-    assert "nh" in _vm_flags(a.ctypes.data + (3 << 20))
-
-
 def test_small_buffers_and_contents_are_left_alone():
     a = np.arange(1 << 21, dtype=np.uint32)  # 8 MB, already written
     before = a.copy()

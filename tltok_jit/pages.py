@@ -1,4 +1,4 @@
-"""Small pages for the big buffers a call writes once (ids, the workers' rows, a long list's items).
+"""Small pages for the big buffers a call writes once (ids, the workers' rows).
 
 With transparent huge pages on ("always", a common default), the first write into each 2 MB of a
 fresh buffer makes the kernel find and zero a huge page. On a 2-core Intel Xeon VM that made the
@@ -6,7 +6,8 @@ first two-thread `encode_arrow` of 3.2 MB of documents take 34-74 ms in 10 of 14
 instead of 17 ms, the workers' time going to the kernel; with huge pages off for the process, 17 ms
 in 6 of 6. One thread on one 3.2 MB text: 46-89 ms instead of 20-24 ms in 3 of 10 processes, the
 time in the kernel zeroing huge pages for the ids; 0 of 8 with the advice. Such a buffer is written
-once, front to back, so 4 KB pages cost it little anywhere.
+once, front to back, so 4 KB pages cost it little anywhere. (Not a long list's item array: the
+advice cost its first fill ~1.7 ms of 26 on 750k ids, and 1 process in 10 still stalled, in malloc.)
 """
 
 from __future__ import annotations
@@ -40,16 +41,10 @@ def small_pages(a: np.ndarray) -> np.ndarray:
     """`a`, its whole pages advised MADV_NOHUGEPAGE when it holds 4 MB or more (Linux; elsewhere, or
     if the advice fails, nothing changes). Call it before anything is written to `a`; the advice
     only changes how the kernel backs the memory, never its contents."""
-    small_pages_at(a.ctypes.data, a.nbytes)
-    return a
-
-
-def small_pages_at(address: int, nbytes: int) -> None:
-    """small_pages for the memory at [address, address + nbytes), not yet written (a buffer that
-    is not an array: a new list's item array)."""
-    if _MADVISE is not None and nbytes >= _MIN_BYTES:
+    if _MADVISE is not None and a.nbytes >= _MIN_BYTES:
         page = mmap.PAGESIZE
-        start = -(-address // page) * page
-        end = (address + nbytes) // page * page
+        start = -(-a.ctypes.data // page) * page
+        end = (a.ctypes.data + a.nbytes) // page * page
         if end > start:
             _MADVISE(start, end - start, _ADVICE)
+    return a

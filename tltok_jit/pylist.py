@@ -32,7 +32,6 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from .kernels.jit import CACHE
-from .pages import small_pages_at
 from .threads import on_threads
 
 _ITEMS_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # PyObject_VAR_HEAD, then PyObject **ob_item
@@ -189,7 +188,6 @@ class IntObjects:
         # writes are much of the cost, and the workers take them in parallel
         lst = _NEW_LIST(n)
         items = _items_address(lst)
-        small_pages_at(items, 8 * n)
         bounds = [n * w // workers for w in range(workers + 1)]
 
         def fill(w: int) -> None:
