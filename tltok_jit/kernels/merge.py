@@ -87,8 +87,8 @@ def _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom):
 @njit
 def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank_ids, vals, memo, bloom):
     """Merge the bytes buf[pos:pos+n] into tokens at syms[start:]; returns how many. The first pairs
-    of a piece below LONG_PIECE come from `byte_pairs` (a dense 256 x 256 table that stays in the CPU
-    caches), the later ones through `memo` (see _pair_memo)."""
+    of a short piece come from `byte_pairs` (a dense 256 x 256 table that stays in the CPU caches), the
+    later ones through `memo` (see _pair_memo)."""
     for k in range(n):
         syms[start + k] = byte_ids[buf[pos + k]]
     if n <= 1:
@@ -97,11 +97,6 @@ def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank
         for i in range(n - 1):
             vals[i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
         return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom)
-    if n < LONG_PIECE and 6 * n + 1 <= len(vals):
-        for i in range(n - 1):
-            vals[2 * n + i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
-        vals[3 * n - 1] = NO_PAIR
-        return _heap_run(syms, start, n, pair_slots, rank_ids, vals, memo, bloom)
     return merge_symbols(syms, start, n, pair_slots, rank_ids, vals)
 
 
@@ -159,17 +154,6 @@ def merge_heap(syms, start, n, pair_slots, rank_ids):
 @njit
 def merge_heap_in(syms, start, n, pair_slots, rank_ids, work):
     """merge_heap with its arrays carved from `work` (length >= 6 n + 1): no allocation per piece."""
-    for i in range(n - 1):
-        work[2 * n + i] = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
-    work[3 * n - 1] = NO_PAIR
-    empty = np.empty(0, dtype=np.uint64)
-    return _heap_run(syms, start, n, pair_slots, rank_ids, work, empty, empty)
-
-
-@njit
-def _heap_run(syms, start, n, pair_slots, rank_ids, work, memo, bloom):
-    """The heap merge once work[2 n + i] holds the packed value of pair (i, i + 1) (NO_PAIR at
-    2 n + n - 1); later pairs are looked up through `memo` and `bloom` (see _pair_memo)."""
     nxt = work[:n]
     prv = work[n:2 * n]
     cur = work[2 * n:3 * n]  # packed value of the pair starting at each live position
@@ -178,7 +162,10 @@ def _heap_run(syms, start, n, pair_slots, rank_ids, work, memo, bloom):
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
-        v = cur[i]
+        cur[i] = NO_PAIR
+    for i in range(n - 1):
+        v = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
+        cur[i] = v
         if v != NO_PAIR:
             heap[size] = ((v >> 32) << 32) | i
             size += 1
@@ -204,12 +191,12 @@ def _heap_run(syms, start, n, pair_slots, rank_ids, work, memo, bloom):
         cur[j] = NO_PAIR
         p = prv[pos]
         if p >= 0:
-            w = _pair_memo(syms[start + p], syms[start + pos], pair_slots, rank_ids, memo, bloom)
+            w = _pair(syms[start + p], syms[start + pos], pair_slots, rank_ids)
             cur[p] = w
             if w != NO_PAIR:
                 size = _heap_push(heap, size, ((w >> 32) << 32) | p)
         if k < n:
-            w = _pair_memo(syms[start + pos], syms[start + k], pair_slots, rank_ids, memo, bloom)
+            w = _pair(syms[start + pos], syms[start + k], pair_slots, rank_ids)
             cur[pos] = w
             if w != NO_PAIR:
                 size = _heap_push(heap, size, ((w >> 32) << 32) | pos)
