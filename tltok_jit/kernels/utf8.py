@@ -75,8 +75,8 @@ def plain_probe(tab):
 @njit(inline="always")
 def skip_plain8(bp, i, e, probe):
     """skip_unflagged8 for the table `probe` came from (plain_probe, not 0), one load per eight bytes:
-    it stops at the first group with a non-ASCII byte or the probe's byte (or, rarely, earlier: the
-    zero-byte test may flag a byte above a matching one), never after a flagged byte."""
+    it stops at the same group, the first with a non-ASCII byte or the probe's byte (the zero-byte
+    test's false alarms fall only above a true match, in a group it stops at anyway)."""
     while i + 8 <= e:
         x = load_u64(bp, i)
         y = x ^ probe
