@@ -21,6 +21,7 @@ from .kernels import decode as KD
 from .kernels import encode as K
 from .kernels import handle as KH
 from .kernels.cache import new_cache
+from .kernels.column_cuts import all_cuts
 from .kernels.pyargs import release_slot, take_slot
 from .kernels.scan import load_scanner
 from .kernels.utf8 import str_utf8_rows
@@ -31,7 +32,7 @@ from .pipeline_kernels import KernelPipeline
 from .pylist import IntObjects, int_objects
 from .recipe import abspath, cached
 from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
-from .tables import compile_model, table_config
+from .tables import compile_model, pattern_kind, table_config
 from .text import (KERNEL_UTF8_MIN, ascii_view, load_text_kernels, no_lone_surrogates, read_only,  # noqa: F401
                    text_to_buf, text_to_utf8)
 from .threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads, workers_for
@@ -731,8 +732,9 @@ class Encoding:
         threads = resolve_threads(num_threads)
         if threads < 2 or (text.isascii() and len(text) < _SPLIT_MIN):
             return None
-        from .arrow import find_cuts
-
+        T = self._t
+        if not pattern_kind(T).column_cuts:
+            return None
         allowed = self._special_tokens.keys() if allowed_special == "all" else allowed_special
         # a cut never falls inside an allowed token (the others are plain text or refused already)
         rule_nl = not any("\n" in t[:-1] for t in allowed)
@@ -749,10 +751,12 @@ class Encoding:
             for lo in range(target - _CUT_BACK, min(target + _CUT_SEARCH, len(data)), _CUT_WINDOW):
                 # a window's cuts from byte _CUT_BACK on are cuts of the whole text: the rules read the
                 # character ending at the position and the one after it, at most 5 bytes back
-                found = [c for c in find_cuts(self, data[lo:lo + _CUT_WINDOW + 4], rule_nl=rule_nl,
-                                              rule_sp=rule_sp) if _CUT_BACK <= c <= _CUT_WINDOW]
+                # (the kernel of arrow.find_cuts, called here: importing arrow, and pyarrow with it,
+                # was half of a first long call)
+                found = [c for c in all_cuts(data, lo, min(lo + _CUT_WINDOW + 4, len(data)), T.stage1, T.stage2,
+                                             rule_nl, rule_sp).tolist() if lo + _CUT_BACK <= c <= lo + _CUT_WINDOW]
                 if found:
-                    cut = lo + found[0]
+                    cut = found[0]
                     break
             if cut is None or cut >= len(data):
                 break
