@@ -370,6 +370,16 @@ def encode_span(buf, start, end, T, allowed, any_allowed, out, op, cache, w, val
     return encode_ordinary_span(buf, seg, end, T, out, op, cache, w, vals)
 
 
+@njit(inline="always")
+def _skip_no_token_start8(root, buf, i, end):
+    """From i, past every group of eight bytes none of which starts an added token (every root entry
+    negative: their AND is) while eight remain before end."""
+    while i + 8 <= end and (root[buf[i]] & root[buf[i + 1]] & root[buf[i + 2]] & root[buf[i + 3]]
+                            & root[buf[i + 4]] & root[buf[i + 5]] & root[buf[i + 6]] & root[buf[i + 7]]) < 0:
+        i += 8
+    return i
+
+
 @njit
 def find_added(buf, start, end, T, mask):
     """First (leftmost-longest) occurrence of an added token flagged in `mask`: (byte pos, index) or (-1, -1)."""
@@ -377,11 +387,7 @@ def find_added(buf, start, end, T, mask):
     root = trie[0]
     i = start
     while i < end:
-        # eight bytes at a time while none starts an added token (every root entry negative: their
-        # AND is)
-        while i + 8 <= end and (root[buf[i]] & root[buf[i + 1]] & root[buf[i + 2]] & root[buf[i + 3]]
-                                & root[buf[i + 4]] & root[buf[i + 5]] & root[buf[i + 6]] & root[buf[i + 7]]) < 0:
-            i += 8
+        i = _skip_no_token_start8(root, buf, i, end)
         if i >= end:
             break
         if root[buf[i]] >= 0:
@@ -422,7 +428,7 @@ def encode_packed_spans(buf, spans, rows, ns, starts, s0, r0, h, out, counts, w,
     return fill
 
 
-@njit(inline="always")
+@njit
 def _pack_entries(buf, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill):
     """encode_packed_spans for a batch whose entries are text spans (toks[j] < 0) or added tokens
     (toks[j] >= 0: an empty span, its one id added_ids[toks[j]]); counts[rows[j] - r0] grows by each
@@ -447,6 +453,24 @@ def _pack_entries(buf, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts,
         counts[rows[j] - r0] += c
         fill += c
     return fill
+
+
+@njit(inline="always")
+def _add_entry(a, b, r, k, data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill):
+    """Append to encode_chunk's batch the entry of row r: bytes [a, b) of text (k < 0) or added token k
+    (a == b); a full batch is encoded and packed. Returns (ns, s0, fill)."""
+    if ns == 0:
+        s0 = a
+    spans[3 * ns] = a
+    spans[3 * ns + 1] = b
+    spans[3 * ns + 2] = fill + (a - s0)
+    rows[ns] = r
+    toks[ns] = k
+    ns += 1
+    if ns == SPAN_BATCH:
+        fill = _pack_entries(data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill)
+        ns = 0
+    return ns, s0, fill
 
 
 @njit
@@ -475,12 +499,7 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
         e = np.int64(offsets[r + 1])
         seg = i
         while any_allowed and i < e:
-            # eight bytes at a time while none starts an added token (every root entry negative: their
-            # AND is)
-            while i + 8 <= e and (root[data[i]] & root[data[i + 1]] & root[data[i + 2]] & root[data[i + 3]]
-                                  & root[data[i + 4]] & root[data[i + 5]] & root[data[i + 6]]
-                                  & root[data[i + 7]]) < 0:
-                i += 8
+            i = _skip_no_token_start8(root, data, i, e)
             if i >= e:
                 break
             if root[data[i]] < 0:
@@ -490,35 +509,16 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
             if t < 0:
                 i += 1
                 continue
-            for a, b, k in ((seg, i, np.int64(-1)), (i, i, np.int64(t))):
-                if k < 0 and b == a:
-                    continue
-                if ns == 0:
-                    s0 = a
-                spans[3 * ns] = a
-                spans[3 * ns + 1] = b
-                spans[3 * ns + 2] = fill + (a - s0)
-                rows[ns] = r
-                toks[ns] = k
-                ns += 1
-                if ns == SPAN_BATCH:
-                    fill = _pack_entries(data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals,
-                                         fill)
-                    ns = 0
+            if i > seg:
+                ns, s0, fill = _add_entry(seg, i, r, np.int64(-1), data, spans, rows, toks, ns, s0, r0, h, added_ids,
+                                          out, counts, w, vals, fill)
+            ns, s0, fill = _add_entry(i, i, r, np.int64(t), data, spans, rows, toks, ns, s0, r0, h, added_ids, out,
+                                      counts, w, vals, fill)
             i += ln
             seg = i
         if e > seg:
-            if ns == 0:
-                s0 = seg
-            spans[3 * ns] = seg
-            spans[3 * ns + 1] = e
-            spans[3 * ns + 2] = fill + (seg - s0)
-            rows[ns] = r
-            toks[ns] = -1
-            ns += 1
-            if ns == SPAN_BATCH:
-                fill = _pack_entries(data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill)
-                ns = 0
+            ns, s0, fill = _add_entry(seg, e, r, np.int64(-1), data, spans, rows, toks, ns, s0, r0, h, added_ids, out,
+                                      counts, w, vals, fill)
     return _pack_entries(data, spans, rows, toks, ns, s0, r0, h, added_ids, out, counts, w, vals, fill)
 
 
