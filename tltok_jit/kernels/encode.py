@@ -14,10 +14,11 @@ from numba import uint64
 from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_has, short_put, short_slot
 from .handle_layout import HANDLE_LEN, cache_of, handle_in, tables_of
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
-from .jit import borrow, njit, prefetch, stack_array
+from .jit import borrow, njit, prefetch, stack_array, trailing_zeros
 from .merge import SIDE_PIECE, merge_piece, merge_side_by_side
 from .merge_chars import CHAR_PIECE, merge_by_chars_at
 from .scan import PAT_WHOLE, ascii_piece_end, ascii_rules, data_ptr, np_int, scan_pointers
+from .scan_blocks import BLOCK, block_piece_ends
 from .scanner_slots import call_scanner
 from .trees import F_REACH
 
@@ -144,6 +145,9 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
         end = spans[3 * j + 1]
         op0 = spans[3 * j + 2]
         op = op0
+        block_ends = uint64(0)  # piece ends of the 64 bytes from block_q still to take (scan_blocks)
+        block_q = pos
+        next_block = pos if words else end
         while pos < end:
             # A window of pieces goes through four stages: scan (and prefetch the whole-token table
             # slot of each short piece the character route does not take), look up (and prefetch the piece cache slot of each
@@ -154,9 +158,18 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
             nw = 0
             q = pos
             while nw < WINDOW and q < end:
-                qe = ascii_piece_end(bp, np_int(q), np_int(end), any_prefix, tail, cased, digits) if words else np_int(-1)
-                if qe < 0:
-                    qe = call_scanner(kind, bp, np_int(q), np_int(end), s1p, s2p, a0)
+                if block_ends == 0 and q >= next_block and q + BLOCK <= end:
+                    block_ends, skip = block_piece_ends(bp, q, any_prefix, tail, cased, digits)
+                    block_q = q
+                    if block_ends == 0:
+                        next_block = q + skip
+                if block_ends != 0:  # (the ends of one block may fill more than one window)
+                    qe = block_q + np_int(trailing_zeros(block_ends))
+                    block_ends &= block_ends - uint64(1)
+                else:
+                    qe = ascii_piece_end(bp, np_int(q), np_int(end), any_prefix, tail, cased, digits) if words else np_int(-1)
+                    if qe < 0:
+                        qe = call_scanner(kind, bp, np_int(q), np_int(end), s1p, s2p, a0)
                 w_end[nw] = qe
                 w_t[nw] = _NOT_LOOKED_UP
                 n = qe - q

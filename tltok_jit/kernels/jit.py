@@ -485,6 +485,36 @@ def load_u64(typingctx, ptr, i):
 
 
 @numba.extending.intrinsic
+def byte_mask64(typingctx, ptr, i, fold, lo, span):
+    """Bit k set when byte b = ptr[i + k], k < 64, has ((b | fold) - lo) mod 256 <= span: one class of
+    64 bytes as a mask (fold 0x20 takes A-Z as a-z). `ptr` is a uint8 pointer (scan.data_ptr); the
+    caller guarantees the 64 bytes are inside the array. LLVM lowers it to vector compares and
+    move-mask instructions (scan_blocks)."""
+    if not isinstance(ptr, numba.types.CPointer) or ptr.dtype != numba.types.uint8:
+        return None
+    if not all(isinstance(a, numba.types.Integer) for a in (i, fold, lo, span)):
+        return None
+    sig = numba.types.uint64(ptr, i, fold, lo, span)
+
+    def codegen(context, builder, signature, args):
+        i8 = llvmlite.ir.IntType(8)
+        i32 = llvmlite.ir.IntType(32)
+        vec = llvmlite.ir.VectorType(i8, 64)
+        undef = llvmlite.ir.Constant(vec, llvmlite.ir.Undefined)
+        zeros = llvmlite.ir.Constant(llvmlite.ir.VectorType(i32, 64), [0] * 64)
+
+        def splat(x):
+            one = builder.insert_element(undef, builder.trunc(x, i8), i32(0))
+            return builder.shuffle_vector(one, undef, zeros)
+
+        v = builder.load(builder.bitcast(builder.gep(args[0], [args[1]]), vec.as_pointer()), align=1)
+        d = builder.sub(builder.or_(v, splat(args[2])), splat(args[3]))
+        return builder.bitcast(builder.icmp_unsigned("<=", d, splat(args[4])), llvmlite.ir.IntType(64))
+
+    return sig, codegen
+
+
+@numba.extending.intrinsic
 def data_ptr(typingctx, arr):
     """Raw data pointer of a contiguous array, for the scanner cores.
 
