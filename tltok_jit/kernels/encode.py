@@ -173,9 +173,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                 w_end[nw] = qe
                 w_t[nw] = _NOT_LOOKED_UP
                 n = qe - q
-                if n == 1:
-                    w_t[nw] = byte_ids[buf[q]]  # the emit loop's fast path writes it (-1: the usual route)
-                elif n <= SHORT:  # (n >= 1: a scanner always advances)
+                if n <= SHORT:  # (n >= 1: a scanner always advances; a byte too: no branch on n == 1)
                     k0, k1 = pack_short_at(buf, bp, q, n)
                     h = short_hash(k0, k1, n)
                     w_k0[nw] = k0
@@ -197,7 +195,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                     if t >= 0 and not ignore_merges and (tok_flags[t] & F_REACH) == 0:
                         t = -1  # without ignore_merges a token is the piece's BPE only if its bytes merge to it
                     w_t[wi] = t
-                    if t < 0:
+                    if t < 0 and n > 1:  # (a byte that is no token: the emit loop writes its byte id)
                         if use_cache:
                             prefetch(c_short, 8 * short_slot(w_h[wi]))
                         m_start[nc] = wi

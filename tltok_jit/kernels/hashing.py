@@ -135,17 +135,24 @@ def short_hash(k0, k1, n):
 
 @njit(inline="always")
 def short_lookup(k0, k1, n, h, short_tab):
-    """Id of the token of n <= SHORT bytes packed in (k0, k1), or -1. One probe reads one cache line."""
+    """Id of the token of n <= SHORT bytes packed in (k0, k1), or -1. Entries go to the first free slot
+    from the even slot of their hash, so a pair of slots is one cache line and both are tested at
+    once, without a branch on which one holds the token (with one slot a probe, a hit in the second
+    slot probed cost a mispredicted branch); the next pair only when this one is full and holds
+    neither."""
     mask = (len(short_tab) // SHORT_WORDS) - 1
-    s = slot_of(h, mask)
+    s = slot_of(h, mask) & ~np.int64(1)
     while True:
         b = SHORT_WORDS * s
-        meta = short_tab[b + 2]
-        if meta == uint64(0):
-            return np.int64(-1)
-        if short_tab[b] == k0 and short_tab[b + 1] == k1 and (meta >> uint64(32)) == uint64(n):
-            return np.int64(meta & uint64(0xFFFFFFFF))
-        s = (s + 1) & mask
+        m0 = short_tab[b + 2]
+        m1 = short_tab[b + 6]
+        hit0 = (short_tab[b] == k0) & (short_tab[b + 1] == k1) & ((m0 >> uint64(32)) == uint64(n))
+        hit1 = (short_tab[b + 4] == k0) & (short_tab[b + 5] == k1) & ((m1 >> uint64(32)) == uint64(n))
+        t = np.int64(m1 & uint64(0xFFFFFFFF)) if hit1 else np.int64(-1)
+        t = np.int64(m0 & uint64(0xFFFFFFFF)) if hit0 else t
+        if hit0 | hit1 | (m0 == uint64(0)) | (m1 == uint64(0)):
+            return t
+        s = (s + 2) & mask
 
 
 @njit(cache=True)
@@ -160,7 +167,7 @@ def fill_short_table(tab, tok_bytes, tok_offsets, valid):
         if n < 1 or n > SHORT:
             continue
         k0, k1 = pack_short(tok_bytes, a, n)
-        s = slot_of(short_hash(k0, k1, n), mask)
+        s = slot_of(short_hash(k0, k1, n), mask) & ~np.int64(1)  # (short_lookup: pairs of slots)
         while tab[SHORT_WORDS * s + 2] != uint64(0):
             s = (s + 1) & mask
         b = SHORT_WORDS * s
