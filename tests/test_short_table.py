@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from tltok_jit.kernels.hashing import SHORT, SHORT_WORDS, aligned_zeros, fill_short_table, pack_short, short_hash, short_lookup
+from tltok_jit.kernels.hashing import (SHORT, SHORT_WORDS, aligned_zeros, fill_short_table, pack_short, pack_short_at,
+                                      short_hash, short_lookup)
+from tltok_jit.kernels.jit import data_ptr
 
 
 @njit
@@ -51,3 +53,22 @@ def test_every_token_found_and_nothing_else(tokens, others, full):
     for t in tokens[:20]:
         if len(t) < SHORT:
             assert _find(tab, t + b"\0") == ids.get(t + b"\0", -1)
+
+
+@njit
+def _pack_both(buf, start, n):
+    a0, a1 = pack_short(buf, start, n)
+    b0, b1 = pack_short_at(buf, data_ptr(buf), start, n)
+    return a0, a1, b0, b1
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.binary(min_size=40, max_size=40))
+def test_pack_short_at_equals_pack_short(data):
+    """The two-load packing (no branch on n) against the byte loop: every start and length, the
+    starts within 16 bytes of the end (the byte loop's fallback) included."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    for start in range(len(data)):
+        for n in range(1, min(SHORT, len(data) - start) + 1):
+            a0, a1, b0, b1 = _pack_both(buf, start, n)
+            assert (a0, a1) == (b0, b1), (start, n)

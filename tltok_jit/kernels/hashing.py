@@ -111,15 +111,14 @@ def pack_short(buf, start, n):
 @njit(inline="always")
 def pack_short_at(buf, bp, start, n):
     """pack_short, with two unaligned word loads when 16 bytes from `start` are inside `buf` (bp is
-    its data pointer; the bytes past the piece are masked off)."""
+    its data pointer; the bytes past the piece are masked off). No branch on n: piece lengths on
+    either side of 8 alternate unpredictably in text."""
     if not LITTLE_ENDIAN or start + 16 > len(buf):
         return pack_short(buf, start, n)
-    if n >= 8:
-        k1 = load_u64(bp, start + 8)
-        if n < 16:
-            k1 &= (uint64(1) << uint64(8 * (n - 8))) - uint64(1)
-        return load_u64(bp, start), k1
-    return load_u64(bp, start) & ((uint64(1) << uint64(8 * n)) - uint64(1)), uint64(0)
+    ones = uint64(0xFFFFFFFFFFFFFFFF)
+    m0 = ones >> uint64(64 - 8 * min(n, 8))  # (1 <= n <= 16: shifts of 0..56)
+    m1 = (ones >> uint64(64 - 8 * max(n - 8, 1))) if n > 8 else uint64(0)
+    return load_u64(bp, start) & m0, load_u64(bp, start + 8) & m1
 
 
 @njit(inline="always")
