@@ -145,3 +145,19 @@ def test_ascii_view_is_the_str_s_own_characters(s):
         pass
 
     assert text.ascii_view(Sub(s)).tobytes() == s.encode()  # a copy for other types
+
+
+def test_long_ascii_text_takes_the_long_text_entry(ours, tiktoken_oracle, monkeypatch):
+    """A long ASCII text is read in place through the kernel entry of every other long text: a kernel
+    of its own cost a first ASCII text after non-ASCII ones ~2.5 ms of loading from the cache."""
+    from tltok_jit.kernels import handle
+
+    def refuse(*args):
+        raise AssertionError("encode_ascii_at called for a long text")
+
+    monkeypatch.setattr(handle, "encode_ascii_at", refuse)
+    text = "def f(x):\n    return x + 1  # plain ASCII\n" * 400
+    assert text.isascii() and len(text) > 4096
+    enc, ref = ours("o200k_base"), tiktoken_oracle("o200k_base")
+    assert enc.encode_ordinary(text, num_threads=1) == ref.encode_ordinary(text)
+    assert enc.encode(text, num_threads=1, allowed_special="all") == ref.encode(text, allowed_special="all")
