@@ -148,6 +148,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
         block_ends = uint64(0)  # piece ends of the 64 bytes from block_q still to take (scan_blocks)
         block_q = pos
         next_block = pos if words else end
+        block_fails = 0
         while pos < end:
             # A window of pieces goes through four stages: scan (and prefetch the whole-token table
             # slot of each short piece the character route does not take), look up (and prefetch the piece cache slot of each
@@ -161,8 +162,11 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                 if block_ends == 0 and q >= next_block and q + BLOCK <= end:
                     block_ends, skip = block_piece_ends(bp, q, any_prefix, tail, cased, digits)
                     block_q = q
-                    if block_ends == 0:
-                        next_block = q + skip
+                    if block_ends == 0:  # each failure in a row waits twice as long (text of other scripts)
+                        next_block = q + (skip << min(block_fails, 5))
+                        block_fails += 1
+                    else:
+                        block_fails = 0
                 if block_ends != 0:  # (the ends of one block may fill more than one window)
                     qe = block_q + np_int(trailing_zeros(block_ends))
                     block_ends &= block_ends - uint64(1)
