@@ -107,6 +107,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
     c_short = borrow(cache.short[w])
     c_pairs = borrow(cache.pairs[w])
     bp, s1p, s2p, a0 = scan_pointers(buf, s1, s2)  # the scanners read raw pointers (see scan.data_ptr)
+    nbuf = len(buf)
     # the character route takes its arrays as (pointer, length) pairs (see merge_chars.merge_by_chars_at)
     outp = data_ptr(out)
     cbp = data_ptr(T.char_bpe)
@@ -159,8 +160,8 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
             nw = 0
             q = pos
             while nw < WINDOW and q < end:
-                if block_ends == 0 and q >= next_block and q + BLOCK <= end:
-                    block_ends, skip = block_piece_ends(bp, q, any_prefix, tail, cased, digits)
+                if block_ends == 0 and q >= next_block and q + BLOCK <= nbuf:  # (the text's last bytes too)
+                    block_ends, skip = block_piece_ends(bp, q, end, any_prefix, tail, cased, digits)
                     block_q = q
                     if block_ends == 0:  # each failure in a row waits twice as long (text of other scripts)
                         next_block = q + (skip << min(block_fails, 5))

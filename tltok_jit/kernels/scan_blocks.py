@@ -64,17 +64,21 @@ def _digit_groups(d):
 
 
 @njit(inline="always")
-def block_piece_ends(bp, q, any_prefix, tail, cased, digits):
-    """(mask, skip) for the 64 bytes at bp[q:q + 64], q a piece start (scan.ascii_rules gives the
-    pattern's rules): bit i (1 <= i <= 62) of mask is set when a piece ends at q + i; every piece up
-    to the highest bit is given. mask 0: none; leave the next `skip` bytes to the scalar scanners."""
+def block_piece_ends(bp, q, end, any_prefix, tail, cased, digits):
+    """(mask, skip) for the text bp[q:end] from its piece start q (scan.ascii_rules gives the
+    pattern's rules), read 64 bytes at a time: the caller guarantees bp[q:q + 64] is inside the
+    buffer (bytes from `end` on count as uncovered). Bit i (1 <= i <= 62) of mask is set when a
+    piece ends at q + i; every piece up to the highest bit is given. mask 0: none; leave the next
+    `skip` bytes to the scalar scanners."""
     if not LITTLE_ENDIAN:
         return uint64(0), np.int64(1 << 62)
-    L = byte_mask64(bp, q, 0x20, 0x61, 25)
-    S = byte_mask64(bp, q, 0, 0x20, 0)
-    N = byte_mask64(bp, q, 0, 0x0A, 0)
-    digit = byte_mask64(bp, q, 0, 0x30, 9)
-    P = byte_mask64(bp, q, 0, 0x21, 0x7E - 0x21) & ~L & ~digit & ~byte_mask64(bp, q, 0, 0x27, 0)
+    # the bytes from `end` on are in no class: uncovered, as the rules require of what they cannot read
+    inside = (_ONE << uint64(end - q)) - _ONE if end - q < BLOCK else ~uint64(0)
+    L = byte_mask64(bp, q, 0x20, 0x61, 25) & inside
+    S = byte_mask64(bp, q, 0, 0x20, 0) & inside
+    N = byte_mask64(bp, q, 0, 0x0A, 0) & inside
+    digit = byte_mask64(bp, q, 0, 0x30, 9) & inside
+    P = byte_mask64(bp, q, 0, 0x21, 0x7E - 0x21) & inside & ~L & ~digit & ~byte_mask64(bp, q, 0, 0x27, 0)
     D = digit if tail != TAIL_NONE else uint64(0)
     uncovered = ~(L | S | P | N | D)
     if tail == TAIL_CRLF_SLASH:
@@ -104,7 +108,7 @@ def block_piece_ends(bp, q, any_prefix, tail, cased, digits):
         tail_lf = N & ~(N + (N & ~Nb & Pb))  # the LF runs right after punctuation
         ends |= (Nb & spaces_to_e) | ((tail_lf << _ONE) & S) | (S & (S << _ONE) & (E >> _ONE))
     if cased != LETTERS_ANY:
-        U = byte_mask64(bp, q, 0, 0x41, 25)
+        U = byte_mask64(bp, q, 0, 0x41, 25) & inside
         ends |= ((L & ~U) << _ONE) & U
     mask = ends & ((_ONE << uint64(u - 1)) - _ONE) & ~_ONE
     return mask, u + 1
