@@ -35,7 +35,7 @@ from numba import uint64
 from .jit import LITTLE_ENDIAN, byte_mask64, njit, trailing_zeros
 from .scan import DIGITS_THREE, LETTERS_ANY, TAIL_CRLF_SLASH, TAIL_NONE
 
-BLOCK = 64  # bytes classified at once; the caller guarantees they lie inside the text
+BLOCK = 64  # bytes classified at once; the caller guarantees they lie inside the buffer
 _ONE = uint64(1)
 _SKIP_OTHER_SCRIPT = 256  # bytes left to the scalar scanners after a non-ASCII byte stops a block
 
