@@ -5,8 +5,9 @@ ends depends only on the classes of the bytes around it. `block_piece_ends` clas
 from a piece start with vector compares (jit.byte_mask64), derives every piece end among them with
 mask algebra, and the piece loop pops them one bit at a time: no branch per piece on what kind of
 piece comes next (the scalar scanners took ~9.5 ns a piece on English, the pops ~3 ns). Anything the
-rules below do not cover (another byte, the bytes past it) is left to the scalar scanners, which
-are also the reference the tests hold this module to, for every pattern kind.
+rules below do not cover (another byte, the bytes past it, the bytes past the text's end) is left to
+the scalar scanners, which are also the reference the tests hold this module to, for every pattern
+kind.
 
 Byte classes: L letters (U the upper-case ones), S the space, P the other visible ASCII bytes but
 digits and the apostrophe, N the LF, D digits (not in GPT-2's patterns, whose ` ?\\p{N}+` and
