@@ -367,22 +367,15 @@ def encode_span(buf, start, end, T, allowed, any_allowed, out, op, cache, w, val
     if not any_allowed:
         return encode_ordinary_span(buf, start, end, T, out, op, cache, w, vals)
     seg = start
-    i = start
     trie = added_trie(T)
-    root = trie[0]
-    while i < end:
-        if root[buf[i]] < 0:
-            i += 1
-            continue
-        t, ln, _ = match_in_trie(buf, i, end, trie, allowed)
+    while seg < end:
+        i, t, ln = next_added(buf, seg, end, trie, allowed)
         if t < 0:
-            i += 1
-            continue
+            break
         op = encode_ordinary_span(buf, seg, i, T, out, op, cache, w, vals)
         out[op] = T.added_ids[t]
         op += 1
-        i += ln
-        seg = i
+        seg = i + ln
     return encode_ordinary_span(buf, seg, end, T, out, op, cache, w, vals)
 
 
@@ -396,22 +389,28 @@ def _skip_no_token_start8(root, buf, i, end):
     return i
 
 
-@njit
-def find_added(buf, start, end, T, mask):
-    """First (leftmost-longest) occurrence of an added token flagged in `mask`: (byte pos, index) or (-1, -1)."""
-    trie = added_trie(T)
+@njit(inline="always")
+def next_added(buf, i, end, trie, allowed):
+    """The leftmost-longest allowed added token at or after i: (byte pos, token index, length), or
+    (end, -1, 0). Eight bytes at a time past bytes that start no token."""
     root = trie[0]
-    i = start
     while i < end:
         i = _skip_no_token_start8(root, buf, i, end)
         if i >= end:
             break
         if root[buf[i]] >= 0:
-            t, ln, _ = match_in_trie(buf, i, end, trie, mask)
+            t, ln, _ = match_in_trie(buf, i, end, trie, allowed)
             if t >= 0:
-                return i, t
+                return i, t, ln
         i += 1
-    return -1, -1
+    return end, np.int64(-1), np.int64(0)
+
+
+@njit
+def find_added(buf, start, end, T, mask):
+    """First (leftmost-longest) occurrence of an added token flagged in `mask`: (byte pos, index) or (-1, -1)."""
+    i, t, _ = next_added(buf, start, end, added_trie(T), mask)
+    return (i, t) if t >= 0 else (-1, -1)
 
 
 @njit
@@ -503,7 +502,6 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
     toks = np.empty(SPAN_BATCH, dtype=np.int64)
     h = handle_in(T, cache, stack_array(HANDLE_LEN, np.int64))
     trie = added_trie(T)
-    root = trie[0]
     added_ids = borrow(T.added_ids)
     ns = 0
     s0 = np.int64(0)
@@ -511,27 +509,18 @@ def encode_chunk(data, offsets, valid, r0, r_lo, r_hi, T, allowed, any_allowed, 
         counts[r - r0] = 0
         if valid[r] == 0:
             continue
-        i = np.int64(offsets[r])
         e = np.int64(offsets[r + 1])
-        seg = i
-        while any_allowed and i < e:
-            i = _skip_no_token_start8(root, data, i, e)
-            if i >= e:
-                break
-            if root[data[i]] < 0:
-                i += 1
-                continue
-            t, ln, _ = match_in_trie(data, i, e, trie, allowed)
+        seg = np.int64(offsets[r])
+        while any_allowed and seg < e:
+            i, t, ln = next_added(data, seg, e, trie, allowed)
             if t < 0:
-                i += 1
-                continue
+                break
             if i > seg:
                 ns, s0, fill = _add_entry(seg, i, r, np.int64(-1), data, spans, rows, toks, ns, s0, r0, h, added_ids,
                                           out, counts, w, vals, fill)
             ns, s0, fill = _add_entry(i, i, r, np.int64(t), data, spans, rows, toks, ns, s0, r0, h, added_ids, out,
                                       counts, w, vals, fill)
-            i += ln
-            seg = i
+            seg = i + ln
         if e > seg:
             ns, s0, fill = _add_entry(seg, e, r, np.int64(-1), data, spans, rows, toks, ns, s0, r0, h, added_ids, out,
                                       counts, w, vals, fill)

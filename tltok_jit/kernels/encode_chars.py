@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .encode import added_trie, encode_ordinary_span, match_in_trie
+from .encode import added_trie, encode_ordinary_span, next_added
 from .hashing import hash_bytes, vocab_lookup
 from .jit import njit
 from .merge import merge_symbols
@@ -36,15 +36,10 @@ def split_added(buf, T, allowed):
     k = 0
     i = 0
     trie = added_trie(T)
-    root = trie[0]
     while i < n:
-        if root[buf[i]] < 0:
-            i += 1
-            continue
-        t, ln, _ = match_in_trie(buf, i, n, trie, allowed)
+        i, t, ln = next_added(buf, i, n, trie, allowed)
         if t < 0:
-            i += 1
-            continue
+            break
         if k == len(starts):
             starts = np.concatenate((starts, np.empty(k, dtype=np.int64)))
             ends = np.concatenate((ends, np.empty(k, dtype=np.int64)))
