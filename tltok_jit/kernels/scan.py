@@ -61,6 +61,7 @@ from ..unicode.classes import (
 from .jit import (
     CACHE,
     LITTLE_ENDIAN,
+    byte_mask64,
     compile_lock,
     data_ptr,
     load_u64,
@@ -138,10 +139,48 @@ def _in(mask, c):
     return ((mask >> c) & 1) != 0
 
 
+# U+4E00..U+9FFF (the CJK Unified Ideographs block and the rest of lead byte E9): every code point
+# is Lo in the class tables (a test holds every pattern's table to it), so a run of them needs no
+# table look-up. Their UTF-8: E4 B8..BF xx, E5..E9 xx xx.
+_HAN_FIRST = 0xE4
+_HAN_LAST = 0xE9
+_EVERY_THIRD = np.uint64(0x9249249249249249)  # bits 0, 3, ..., 63
+
+
+@njit
+def _han_run(buf, i, end):
+    """End of the run of U+4E00..U+9FFF characters from i (i itself if none starts there): 21
+    characters at a time from byte masks (jit.byte_mask64) while 64 bytes lie before `end`, then one
+    at a time. Nothing at or past `end` is read."""
+    if LITTLE_ENDIAN:
+        while i + 64 <= end:
+            lead = byte_mask64(buf, i, 0, 0xE5, 4) | (
+                byte_mask64(buf, i, 0, 0xE4, 0) & (byte_mask64(buf, i, 0, 0xB8, 7) >> np.uint64(1)))
+            cont = byte_mask64(buf, i, 0, 0x80, 0x3F)
+            starts = lead & (cont >> np.uint64(1)) & (cont >> np.uint64(2))
+            k = np_int(trailing_zeros(~starts & _EVERY_THIRD))  # bit 63 is never a start: k <= 63
+            i += k
+            if k < 63:
+                return i
+    while i + 3 <= end:
+        b = np_int(buf[i])
+        c1 = np_int(buf[i + 1])
+        if not ((_HAN_FIRST < b <= _HAN_LAST or (b == _HAN_FIRST and c1 >= 0xB8))
+                and (c1 & 0xC0) == 0x80 and (np_int(buf[i + 2]) & 0xC0) == 0x80):
+            break
+        i += 3
+    return i
+
+
 @njit(inline="always")
 def _run(buf, i, end, s1, s2, a0, mask):
     """End of the maximal run starting at i of characters whose class is in `mask` (possessive X*)."""
     while i < end:
+        if _in(mask, CLS_LO) and _HAN_FIRST <= buf[i] <= _HAN_LAST:
+            j = _han_run(buf, i, end)
+            if j > i:
+                i = j
+                continue
         c, n = _class(buf, i, end, s1, s2, a0)
         if not _in(mask, c):
             break
@@ -261,6 +300,12 @@ def _cased_word(buf, p, end, s1, s2, a0):
     i = p
     last_b = np_int(-1)
     while i < end:
+        if _HAN_FIRST <= buf[i] <= _HAN_LAST:
+            j = _han_run(buf, i, end)
+            if j > i:  # Lo: in U and in B
+                i = j
+                last_b = j
+                continue
         c, n = _class(buf, i, end, s1, s2, a0)
         if not _in(M_U, c):
             if c == CLS_LL:  # U* ends right before an Ll: W+ from there, greedy
