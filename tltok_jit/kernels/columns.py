@@ -23,7 +23,7 @@ from . import encode as K
 from .column_cuts import find_cut
 from .handle_layout import HANDLE_LEN, cache_of, handle_in, tables_of
 from .jit import borrow, data_ptr, fetch_add, njit, stack_array
-from .utf8 import decode_cp, plain_probe, skip_plain8, skip_unflagged8
+from .utf8 import decode_cp, plain_probe, plain_three_ok, skip_plain8, skip_plain_three, skip_unflagged8
 
 LAYOUT_OFFSETS = 0  # string / binary / large_*: data[off[r]:off[r+1]]
 LAYOUT_VIEWS = 1  # string_view / binary_view
@@ -149,11 +149,11 @@ def count_span(buf, a, e, T, amask, any_allowed, cache, w, vals, scratch, rule_n
 
 
 @njit(inline="always")
-def _scan_check(buf, i, e, tab, probe):
+def _scan_check(buf, i, e, tab, probe, three):
     """From i, the first byte the validation must look at: (1, pos) for an invalid UTF-8 sequence,
     (2, pos) for a byte that may start a checked added token (tab bit 2), or (0, e). Plain ASCII is
     skipped 8 bytes at a time (tab[b] == 0; with one load per 8 bytes when probe = plain_probe(tab)
-    is not 0)."""
+    is not 0), runs of three-byte characters 64 bytes at a time when `three` (plain_three_ok(tab))."""
     bp = data_ptr(buf)
     while i < e:
         i = skip_plain8(bp, i, e, probe) if probe != 0 else skip_unflagged8(tab, buf, i, e)
@@ -166,6 +166,11 @@ def _scan_check(buf, i, e, tab, probe):
         if x & 2:
             return np.int64(2), np.int64(i)
         b = buf[i]
+        if three and 0xE1 <= b <= 0xEF:
+            j = skip_plain_three(bp, i, e)
+            if j > i:
+                i = j
+                continue
         if 0xE1 <= b <= 0xEF and b != 0xED and i + 2 < e and (buf[i + 1] & 0xC0) == 0x80 \
                 and (buf[i + 2] & 0xC0) == 0x80:
             i += 3  # a three-byte character that needs no range check (CJK, Indic, ...): most of such text
@@ -178,7 +183,7 @@ def _scan_check(buf, i, e, tab, probe):
 
 
 @njit
-def _check_from(buf, i, e, T, dmask, tab, probe):
+def _check_from(buf, i, e, T, dmask, tab, probe, three):
     """The slow part of `_validate`, from a possible token start at i: (status, position, token index)."""
     trie = K.added_trie(T)
     while True:
@@ -192,7 +197,7 @@ def _check_from(buf, i, e, T, dmask, tab, probe):
             if n == 1:
                 return np.int64(ST_INVALID_UTF8), np.int64(i), np.int64(-1)
             i += n
-        k, p = _scan_check(buf, i, e, tab, probe)
+        k, p = _scan_check(buf, i, e, tab, probe, three)
         if k == 0:
             return np.int64(ST_OK), np.int64(-1), np.int64(-1)
         if k == 1:
@@ -201,16 +206,16 @@ def _check_from(buf, i, e, T, dmask, tab, probe):
 
 
 @njit(inline="always")
-def _validate(buf, a, e, T, dmask, tab, probe):
+def _validate(buf, a, e, T, dmask, tab, probe, three):
     """(status, byte position, token index) of buf[a:e]: ST_OK, ST_INVALID_UTF8 at a position, or
     ST_DISALLOWED (an added token flagged in dmask starts there). T is only touched on a candidate
     token start: passing the tables tuple costs a reference-count update per field."""
-    k, p = _scan_check(buf, a, e, tab, probe)
+    k, p = _scan_check(buf, a, e, tab, probe, three)
     if k == 0:
         return np.int64(ST_OK), np.int64(-1), np.int64(-1)
     if k == 1:
         return np.int64(ST_INVALID_UTF8), p, np.int64(-1)
-    return _check_from(buf, p, e, T, dmask, tab, probe)
+    return _check_from(buf, p, e, T, dmask, tab, probe, three)
 
 
 @njit(inline="always")  # one caller (drive): a kernel of its own is one more copy of the engine for LLVM
@@ -232,6 +237,7 @@ def _run_block(k, w, bufs, T, cache, handle, job, fill):
     dmask = job.dmask
     tab = job.tab
     probe = plain_probe(tab)
+    three = plain_three_ok(tab)
     counting = job.counting
     out = borrow(job.out[w])
     bpos = job.bpos
@@ -262,7 +268,7 @@ def _run_block(k, w, bufs, T, cache, handle, job, fill):
             buf = borrow(bufs[bi])
         a = ps + (lo - hs)
         e = ps + (min(np.int64(off[r0]), hi) - hs)
-        st, v, t = _validate(buf, a, e, T, dmask, tab, probe)
+        st, v, t = _validate(buf, a, e, T, dmask, tab, probe, three)
         if st == ST_OK:
             if counting:
                 heads[k] = count_span(buf, a, e, T, amask, any_allowed, cache, w, wv, ws, rule_nl, rule_sp)
@@ -297,7 +303,7 @@ def _run_block(k, w, bufs, T, cache, handle, job, fill):
         if layout != LAYOUT_OFFSETS:
             buf = borrow(bufs[bi])
         pe = ps + (en - s)
-        st, v, t = _validate(buf, ps, pe, T, dmask, tab, probe)
+        st, v, t = _validate(buf, ps, pe, T, dmask, tab, probe, three)
         if st == ST_OK:
             if batch:
                 if ns == 0:

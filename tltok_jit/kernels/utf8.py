@@ -13,7 +13,7 @@ from numba import uint64
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from .jit import data_ptr, load_u64, njit, store_u64
+from .jit import LITTLE_ENDIAN, byte_mask64, data_ptr, load_u64, njit, store_u64, trailing_zeros
 
 
 @njit(inline="always")
@@ -83,6 +83,36 @@ def skip_plain8(bp, i, e, probe):
         if ((x | ((y - _L8) & ~y)) & _H8) != uint64(0):
             break
         i += 8
+    return i
+
+
+@njit(inline="always")
+def plain_three_ok(tab):
+    """True when skip_plain_three may step over characters with E1..EC, EE, EF leads for the flag
+    table `tab`: it flags none of those leads as a possible token start (bit 2)."""
+    for c in range(0xE1, 0xF0):
+        if (tab[c] & 2) != 0:
+            return False
+    return True
+
+
+_EVERY_THIRD = uint64(0x9249249249249249)  # bits 0, 3, ..., 63
+
+
+@njit(inline="always")
+def skip_plain_three(bp, i, e):
+    """From i, past the run of well-formed three-byte characters whose lead is E1..EC, EE or EF
+    (every continuation byte gives a valid character: no overlong form, no surrogate), 21 at a time
+    from byte masks while 64 bytes lie before e (nothing at or past e is read)."""
+    if LITTLE_ENDIAN:
+        while i + 64 <= e:
+            lead = byte_mask64(bp, i, 0, 0xE1, 0x0E) & ~byte_mask64(bp, i, 0, 0xED, 0)
+            cont = byte_mask64(bp, i, 0, 0x80, 0x3F)
+            starts = lead & (cont >> uint64(1)) & (cont >> uint64(2))
+            k = np_int(trailing_zeros(~starts & _EVERY_THIRD))  # bit 63 is never a start: k <= 63
+            i += k
+            if k < 63:
+                break
     return i
 
 
