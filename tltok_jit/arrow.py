@@ -510,7 +510,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     elif threads == 1 or nb == 1:
         cache, work = enc.facade.serial_workspace()
         # one worker writes the blocks in order: its row becomes the result, packed in place
-        row = np.empty(row_cap, dtype=np.uint32)
+        row = small_pages(np.empty(row_cap, dtype=np.uint32))
         wout = row.reshape(1, row_cap)
         KC.drive(0, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), src.bufs, T, cache,
                  job(work, st.serial_scratch(), wout), True)
