@@ -595,7 +595,7 @@ class Encoding:
             out = np.empty(4 * _SCRATCH, dtype=np.uint32)
             utf8 = np.empty(4 * _SCRATCH, dtype=np.uint8)
             objs = self._int_object_table()
-            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, int_objects=objs.addrs if objs.immortal else None)
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, int_objects=objs.shared_addrs)
             hs = (h, work[0], out, call.ctypes.data, utf8, call, objs)
             self._local.handle = hs
         return hs
@@ -620,7 +620,7 @@ class Encoding:
             objs = self._int_object_table()
             first = self._added_first_char  # U+DFFF: no added token
             refused = ord(first) if len(first) == 1 and first.isascii() else -1
-            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.addrs if objs.immortal else None,
+            call = KH.call_handle_of(h, out, work[0], self._no_added, utf8, shared=True, int_objects=objs.shared_addrs,
                                      refused=refused)
             self._held_state = (cache, work, h, out, utf8, call, objs)
             slot = take_slot(call.ctypes.data)  # a small int: unboxed faster than the address

@@ -169,6 +169,12 @@ class IntObjects:
             except Exception:  # noqa: BLE001 - the kernel failed to compile: plain objects, gathered
                 self.immortal = False
 
+    @property
+    def shared_addrs(self) -> np.ndarray | None:
+        """The addresses a kernel may store into a list without taking references (the objects are
+        immortal), else None."""
+        return self.addrs if self.immortal else None
+
     def to_list(self, ids: np.ndarray, threads: int = 1) -> list[int]:
         """ids (every value < n, else IndexError) as a list of ints; a long one is filled on up to
         `threads` threads."""
