@@ -69,7 +69,7 @@ from .jit import (
     trailing_zeros,
 )
 from .scanner_slots import N_SCANNERS, SCANNER_SIG, SLOTS, call_scanner
-from .utf8 import cp_class, decode_cp
+from .utf8 import cp_class, decode_cp, run3
 
 PAT_GPT2 = 0  # r50k_base, p50k_base, gpt2
 PAT_CL100K = 1
@@ -144,21 +144,17 @@ def _in(mask, c):
 # table look-up. Their UTF-8: E4 B8..BF xx, E5..E9 xx xx.
 _HAN_FIRST = 0xE4
 _HAN_LAST = 0xE9
-_EVERY_THIRD = np.uint64(0x9249249249249249)  # bits 0, 3, ..., 63
 
 
 @njit
 def _han_run(buf, i, end):
     """End of the run of U+4E00..U+9FFF characters from i (i itself if none starts there): 21
-    characters at a time from byte masks (jit.byte_mask64) while 64 bytes lie before `end`, then one
-    at a time. Nothing at or past `end` is read."""
+    characters at a time from byte masks (utf8.run3) while 64 bytes lie before `end`, then one at a
+    time. Nothing at or past `end` is read."""
     if LITTLE_ENDIAN:
         while i + 64 <= end:
-            lead = byte_mask64(buf, i, 0, 0xE5, 4) | (
-                byte_mask64(buf, i, 0, 0xE4, 0) & (byte_mask64(buf, i, 0, 0xB8, 7) >> np.uint64(1)))
-            cont = byte_mask64(buf, i, 0, 0x80, 0x3F)
-            starts = lead & (cont >> np.uint64(1)) & (cont >> np.uint64(2))
-            k = np_int(trailing_zeros(~starts & _EVERY_THIRD))  # bit 63 is never a start: k <= 63
+            k = run3(buf, i, byte_mask64(buf, i, 0, 0xE5, 4) | (
+                byte_mask64(buf, i, 0, 0xE4, 0) & (byte_mask64(buf, i, 0, 0xB8, 7) >> np.uint64(1))))
             i += k
             if k < 63:
                 return i

@@ -100,16 +100,24 @@ _EVERY_THIRD = uint64(0x9249249249249249)  # bits 0, 3, ..., 63
 
 
 @njit(inline="always")
+def run3(bp, i, lead):
+    """How many of the 64 bytes from bp[i] (inside the buffer) consecutive three-byte characters
+    cover from i on, 0..63 in steps of 3: `lead` masks the bytes that may start one (its byte k at
+    bit k, as jit.byte_mask64 gives), which needs two continuation bytes after it. Little-endian
+    only (byte_mask64's bit order)."""
+    cont = byte_mask64(bp, i, 0, 0x80, 0x3F)
+    starts = lead & (cont >> uint64(1)) & (cont >> uint64(2))
+    return np_int(trailing_zeros(~starts & _EVERY_THIRD))  # bit 63 is never a start: at most 63
+
+
+@njit(inline="always")
 def skip_plain_three(bp, i, e):
     """From i, past the run of well-formed three-byte characters whose lead is E1..EC, EE or EF
     (every continuation byte gives a valid character: no overlong form, no surrogate), 21 at a time
     from byte masks while 64 bytes lie before e (nothing at or past e is read)."""
     if LITTLE_ENDIAN:
         while i + 64 <= e:
-            lead = byte_mask64(bp, i, 0, 0xE1, 0x0E) & ~byte_mask64(bp, i, 0, 0xED, 0)
-            cont = byte_mask64(bp, i, 0, 0x80, 0x3F)
-            starts = lead & (cont >> uint64(1)) & (cont >> uint64(2))
-            k = np_int(trailing_zeros(~starts & _EVERY_THIRD))  # bit 63 is never a start: k <= 63
+            k = run3(bp, i, byte_mask64(bp, i, 0, 0xE1, 0x0E) & ~byte_mask64(bp, i, 0, 0xED, 0))
             i += k
             if k < 63:
                 break
