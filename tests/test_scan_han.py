@@ -21,7 +21,7 @@ from tltok_jit.kernels.utf8 import decode_cp
 from tltok_jit.tables import PATTERN_CODES, class_tables_for
 from tltok_jit.unicode.classes import CLS_LO
 
-ALL_KINDS = [k for k in range(scan.PAT_WHOLE)]
+ALL_KINDS = list(range(scan.PAT_WHOLE))  # every kind with a scanner
 _TABLES = {code: class_tables_for(name)[:2] for name, code in PATTERN_CODES.items() if code in ALL_KINDS}
 
 # The block's first and last ideographs, its neighbours (U+4DC0..U+4DFF are symbols, U+A000 is Yi),

@@ -1,5 +1,6 @@
-"""utf8.skip_plain8 (one load per eight bytes) against skip_unflagged8 (a table look-up per byte), the
-validation pass's skip over plain ASCII in Arrow columns (kernels/columns._scan_check)."""
+"""The validation pass's skips in Arrow columns (kernels/columns._scan_check): utf8.skip_plain8 (one
+load per eight bytes) against skip_unflagged8 (a table look-up per byte) over plain ASCII, and
+utf8.skip_plain_three over runs of three-byte characters against a reference."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import get_ours
 from tltok_jit.kernels.jit import data_ptr, njit
-from tltok_jit.kernels.utf8 import plain_probe, skip_plain8, skip_unflagged8
+from tltok_jit.kernels.utf8 import plain_probe, plain_three_ok, skip_plain8, skip_plain_three, skip_unflagged8
 
 
 @njit
@@ -53,10 +55,6 @@ def test_stops_where_the_table_skip_stops(raw, flagged, i, cut):
 # ------------------------------------------------------------------------------------------------
 # utf8.skip_plain_three: runs of three-byte characters (CJK, Indic, ...) 64 bytes at a time
 # ------------------------------------------------------------------------------------------------
-
-from conftest import get_ours  # noqa: E402
-from tltok_jit.kernels.utf8 import plain_three_ok, skip_plain_three  # noqa: E402
-
 
 @njit
 def _three(buf, i, e):
