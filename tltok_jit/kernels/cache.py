@@ -6,7 +6,10 @@ row `w` of every array. When the table is half full or an arena runs out, the ro
 
 Pieces of at most 16 bytes (nearly all of any text) go to a second, direct-mapped table instead: an
 entry is one 64-byte cache line (the packed piece bytes, its length and id count, up to 10 ids), so a
-repeated piece costs one probe (prefetched by the piece loop's window). (Whole-token pieces are not cached:
+repeated piece costs one probe (prefetched by the piece loop's window). A piece whose BPE leaves every
+byte a token of its own needs no ids stored: its entry says so (BYTE_RUN), whatever its length; GPT-2's
+vocabulary has no runs of spaces, so each line of indented code starts with such a piece of up to 16
+ids. (Whole-token pieces are not cached:
 the short vocabulary table answers them as fast.)
 """
 
@@ -25,6 +28,7 @@ VAL_ARENA = 1 << 18
 MAX_KEY = 128
 SHORT_SLOTS = 1 << 16
 SHORT_IDS = 10
+BYTE_RUN = 0xFF  # the id count of a short entry whose ids are its bytes' own (byte_ids)
 PAIR_MEMO = 1 << 14  # 256 KB per worker
 
 
@@ -104,6 +108,13 @@ def cache_put(hashes, meta, keys, vals, state, buf, start, end, h, ids, i0, m):
 
 
 @njit(inline="always")
+def _packed_byte(k0, k1, k):
+    """Byte k (< 16) of a piece packed in (k0, k1) (hashing.pack_short: little-endian words)."""
+    w = k0 if k < 8 else k1
+    return np.int64((w >> np.uint64(8 * (k & 7))) & np.uint64(0xFF))
+
+
+@njit(inline="always")
 def short_slot(h):
     # bits above the ones the vocabulary tables use (slot_of), so a table cluster is not a cache cluster
     return np.int64(h >> np.uint64(43)) & (SHORT_SLOTS - 1)
@@ -117,13 +128,17 @@ def short_has(sc, k0, k1, n, h):
 
 
 @njit(inline="always")
-def short_get(sc, k0, k1, n, h, out, op):
+def short_get(sc, k0, k1, n, h, out, op, byte_ids):
     """Copy the cached ids of the piece (n bytes packed in k0, k1) to out[op:]; how many (0 = miss)."""
     b = 8 * short_slot(h)
     meta = sc[b + 2]
     if sc[b] != k0 or sc[b + 1] != k1 or (meta >> np.uint64(32)) != np.uint64(n):
         return 0
     cnt = np.int64(meta & np.uint64(0xFF))
+    if cnt == BYTE_RUN:
+        for k in range(n):
+            out[op + k] = byte_ids[_packed_byte(k0, k1, k)]
+        return n
     for k in range(cnt):
         w = sc[b + 3 + (k >> 1)]
         out[op + k] = (w >> np.uint64(32)) if (k & 1) else (w & np.uint64(0xFFFFFFFF))
@@ -131,11 +146,21 @@ def short_get(sc, k0, k1, n, h, out, op):
 
 
 @njit(inline="always")
-def short_put(sc, k0, k1, n, h, ids, i0, m):
-    """Remember ids[i0:i0+m] (m <= SHORT_IDS) for the piece; replaces whatever held the slot."""
+def short_put(sc, k0, k1, n, h, ids, i0, m, byte_ids):
+    """Remember ids[i0:i0+m] for the piece (n bytes packed in k0, k1), replacing whatever held the
+    slot: up to SHORT_IDS ids, or any number that are the piece's own byte ids (BYTE_RUN)."""
+    if m > SHORT_IDS:
+        if m != n:
+            return
+        for k in range(n):
+            if ids[i0 + k] != byte_ids[_packed_byte(k0, k1, k)]:
+                return
     b = 8 * short_slot(h)
     sc[b] = k0
     sc[b + 1] = k1
+    if m > SHORT_IDS:
+        sc[b + 2] = (np.uint64(n) << np.uint64(32)) | np.uint64(BYTE_RUN)
+        return
     sc[b + 2] = (np.uint64(n) << np.uint64(32)) | np.uint64(m)
     for k in range(0, m, 2):
         w = np.uint64(ids[i0 + k])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import uint64
 
-from .cache import SHORT_IDS, cache_get, cache_put, short_get, short_has, short_put, short_slot
+from .cache import cache_get, cache_put, short_get, short_has, short_put, short_slot
 from .handle_layout import HANDLE_LEN, cache_of, handle_in, tables_of
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
 from .jit import borrow, njit, prefetch, stack_array, trailing_zeros
@@ -235,8 +235,8 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                     m = m_count[_MERGED - t]
                     for k in range(m):
                         out[op + k] = m_out[b0 + k]
-                    if use_cache and m <= SHORT_IDS:
-                        short_put(c_short, w_k0[wi], w_k1[wi], n, w_h[wi], out, op, m)
+                    if use_cache:
+                        short_put(c_short, w_k0[wi], w_k1[wi], n, w_h[wi], out, op, m, byte_ids)
                     op += m
                     pos = pe
                     continue
@@ -261,7 +261,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                     if short and use_cache:
                         # words of alphabetic scripts recur (Cyrillic, Greek, Hangul, Indic words of a
                         # few letters): a hit costs one cache line, merging them again far more
-                        m = short_get(c_short, k0, k1, n, w_h[wi], out, op)
+                        m = short_get(c_short, k0, k1, n, w_h[wi], out, op, byte_ids)
                         if m > 0:
                             op += m
                             pos = pe
@@ -279,8 +279,8 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                             if t >= 0:  # a token that merging its bytes does not give: the whole-token rule
                                 out[op] = t
                                 m = 1
-                        if short and use_cache and m <= SHORT_IDS:
-                            short_put(c_short, k0, k1, n, w_h[wi], out, op, m)
+                        if short and use_cache:
+                            short_put(c_short, k0, k1, n, w_h[wi], out, op, m, byte_ids)
                         op += m
                         pos = pe
                         continue
@@ -303,7 +303,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                 m = 0
                 if use_cache:
                     if short:
-                        m = short_get(c_short, k0, k1, n, h, out, op)
+                        m = short_get(c_short, k0, k1, n, h, out, op, byte_ids)
                     else:
                         m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
                 if m == 0:
@@ -311,8 +311,8 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                     if use_cache:
                         if not short:
                             cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, h, out, op, m)
-                        elif m <= SHORT_IDS:
-                            short_put(c_short, k0, k1, n, h, out, op, m)
+                        else:
+                            short_put(c_short, k0, k1, n, h, out, op, m, byte_ids)
                 op += m
                 pos = pe
         spans[3 * j + 2] = op - op0
