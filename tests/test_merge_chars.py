@@ -273,6 +273,33 @@ def test_cjk_text_equals_tiktoken(text):
         assert get_ours(name).encode_ordinary(text) == get_tiktoken_oracle(name).encode_ordinary(text)
 
 
+
+def _long_piece_text(seed: int, han_runs: int) -> str:
+    """Recurring words of 6-10 Devanagari / Tamil / Lao letters (18-30 bytes: longer than a short cache
+    entry) after `han_runs` runs of random CJK ideographs between punctuation (long pieces that do not
+    recur)."""
+    rng = np.random.default_rng(seed)
+    han = ["".join(chr(int(c)) for c in rng.integers(0x4E00, 0xA000, rng.integers(7, 20))) for _ in range(han_runs)]
+    words = ["".join(chr(int(c)) for c in rng.integers(base, base + 0x30, rng.integers(6, 11)))
+             for base in (0x915, 0xB95, 0xE81) for _ in range(12)]
+    return "，".join(han) + "。" + " ".join(words[int(i)] for i in rng.integers(0, len(words), 400))
+
+
+@pytest.mark.parametrize("han_runs", [0, 400])
+@pytest.mark.parametrize("name", NAMES)
+def test_long_pieces_through_the_piece_cache(name, han_runs, ours, tiktoken_oracle):
+    """The character route looks long pieces up in the piece cache and puts them there while its
+    look-ups hit (the recurring words), and stops for the call when they do not (400 Han runs
+    first): every call, the cache cold or warm, gives tiktoken's ids, on one worker and two."""
+    enc, ref = ours(name), tiktoken_oracle(name)
+    text = _long_piece_text(len(name) + han_runs, han_runs)
+    want = ref.encode_ordinary(text)
+    for _ in range(3):
+        assert enc.encode_ordinary(text) == want
+    docs = [text[i:i + 900] for i in range(0, len(text), 900)]
+    assert enc.encode_ordinary_batch(docs, num_threads=2) == [ref.encode_ordinary(d) for d in docs]
+
+
 # ------------------------------------------------------------------------------------ tokenizer.json
 
 @functools.lru_cache(maxsize=None)

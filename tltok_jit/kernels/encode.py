@@ -37,6 +37,8 @@ _LOOK_UP = -3
 _MERGED = -16  # and below: merged side by side, at index _MERGED - mark of the window's merge scratch
 _SIDE_SCRATCH = SIDE_PIECE * WINDOW
 _SIDE_STATE = 3 * WINDOW
+_LONG_TRIAL = 128  # the character route's long pieces looked up in the piece cache per count of its hits
+_LONG_HIT_SHARE = 16
 
 
 @njit(inline="always")
@@ -141,6 +143,13 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
     m_pv = stack_array(_SIDE_SCRATCH, np.int64)
     m_keys = stack_array(_SIDE_SCRATCH, np.int64)
     m_state = stack_array(_SIDE_STATE, np.int64)
+    # the character route's long pieces in the piece cache, while at least one look-up in
+    # _LONG_HIT_SHARE of the last _LONG_TRIAL hit: words of Indic scripts recur; runs of Han between
+    # punctuation do not, and their look-ups and puts cost more than merging them again (once off,
+    # off for the rest of the call)
+    long_on = True
+    long_looks = 0
+    long_hits = 0
     for j in range(n_spans):
         pos = spans[3 * j]
         end = spans[3 * j + 1]
@@ -257,6 +266,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                 # unreachable); a short one is looked up in the short piece cache first
                 chars = (use_chars and n <= CHAR_PIECE
                          and (((k0 | k1) & _HIGH) != 0 or (not short and _any_high(buf, pos, pe))))
+                long_h = uint64(0)  # the hash of a long piece looked up in the piece cache and missed
                 if chars:
                     if short and use_cache:
                         # words of alphabetic scripts recur (Cyrillic, Greek, Hangul, Indic words of a
@@ -266,6 +276,20 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                             op += m
                             pos = pe
                             continue
+                    elif use_cache and long_on:
+                        h = hash_bytes(buf, pos, pe)
+                        m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
+                        long_looks += 1
+                        long_hits += m > 0
+                        if long_looks == _LONG_TRIAL:
+                            long_on = long_hits * _LONG_HIT_SHARE >= _LONG_TRIAL
+                            long_looks = 0
+                            long_hits = 0
+                        if m > 0:
+                            op += m
+                            pos = pe
+                            continue
+                        long_h = h
                     m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
                                           psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom), wkp,
                                           len(work), cpp, len(c_pairs))
@@ -281,6 +305,8 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                                 m = 1
                         if short and use_cache:
                             short_put(c_short, k0, k1, n, w_h[wi], out, op, m, byte_ids)
+                        elif long_h != 0:
+                            cache_put(c_hashes, c_meta, c_keys, c_vals, c_state, buf, pos, pe, long_h, out, op, m)
                         op += m
                         pos = pe
                         continue
@@ -293,7 +319,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                     if t == _NOT_LOOKED_UP:
                         t = short_lookup(k0, k1, n, h, short_vocab) if ignore_merges else -1
                 else:
-                    h = hash_bytes(buf, pos, pe)
+                    h = hash_bytes(buf, pos, pe) if long_h == 0 else long_h
                     t = vocab_lookup(buf, pos, pe, h, slots, slot_hash, tok_bytes, tok_offsets) if ignore_merges else -1
                 if t >= 0:
                     out[op] = t
@@ -301,7 +327,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                     pos = pe
                     continue
                 m = 0
-                if use_cache:
+                if use_cache and long_h == 0:  # (else the cache missed it above)
                     if short:
                         m = short_get(c_short, k0, k1, n, h, out, op, byte_ids)
                     else:
