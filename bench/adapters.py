@@ -477,8 +477,30 @@ class OursArrow(Ours):
         return self.enc.encode_arrow(docs, num_threads=threads)
 
 
+class OursNumpy(Ours):
+    """Optional extra row: one whole text to a numpy array, the output gigatoken's encode gives."""
+
+    label = "tltok_jit[numpy]"
+    api = {"whole": "encode_ordinary_to_numpy(str, num_threads=1) -> np.uint32 (as gigatoken's)"}
+
+    def whole(self, text):
+        return self.enc.encode_ordinary_to_numpy(text, num_threads=1)
+
+    def batch(self, docs, threads):
+        raise NotAvailable("numpy variant is whole-text only")
+
+    def short_loop(self, strs):
+        raise NotAvailable("numpy variant is whole-text only")
+
+    def long(self, text, threads):
+        raise NotAvailable("numpy variant is whole-text only")
+
+    def memory(self, text):
+        raise NotAvailable("numpy variant is whole-text only")
+
+
 ADAPTERS: dict[str, type[Adapter]] = {
-    a.label: a for a in (Tiktoken, HF, Gigatoken, Fastokens, BpeOpenai, Tokie, Ours, OursArrow)
+    a.label: a for a in (Tiktoken, HF, Gigatoken, Fastokens, BpeOpenai, Tokie, Ours, OursArrow, OursNumpy)
 }
 LIBRARIES = tuple(ADAPTERS)
 MEMORY_LIBRARIES = ("tiktoken", "hf-tokenizers", "gigatoken", "fastokens", "tltok_jit")

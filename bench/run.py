@@ -73,12 +73,13 @@ def jobs_for(inp: prepare.Input, a: argparse.Namespace):
             if lib in adapters.MEMORY_LIBRARIES:
                 yield lib, "memory", enc, 1
         return
-    plain = [lib for lib in a.libs if lib != "tltok_jit[arrow]"]  # every mode but batch takes str input
+    whole_only = [lib for lib in a.libs if lib == "tltok_jit[numpy]"]
+    plain = [lib for lib in a.libs if lib != "tltok_jit[arrow]" and lib not in whole_only]  # every mode but batch
     for enc in a.encodings:
         if inp.mode in ("whole", "worst"):
-            yield from ((lib, inp.mode, enc, 1) for lib in plain)
+            yield from ((lib, inp.mode, enc, 1) for lib in plain + whole_only)
         elif inp.mode == "batch":
-            yield from ((lib, "batch", enc, t) for t in a.threads for lib in a.libs)
+            yield from ((lib, "batch", enc, t) for t in a.threads for lib in a.libs if lib not in whole_only)
         elif inp.mode == "long":
             yield from ((lib, "long", enc, t) for t in a.threads for lib in plain)
         elif inp.mode in ("decode", "decode-short"):
