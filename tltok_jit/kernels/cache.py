@@ -76,6 +76,12 @@ def cache_get(hashes, meta, keys, vals, buf, start, end, h, out, op):
 
 
 @njit
+def cache_get_call(hashes, meta, keys, vals, buf, start, end, h, out, op):
+    """cache_get as a call, for a piece loop's rarer look-ups: each inlined copy is compiled again."""
+    return cache_get(hashes, meta, keys, vals, buf, start, end, h, out, op)
+
+
+@njit
 def cache_put(hashes, meta, keys, vals, state, buf, start, end, h, ids, i0, m):
     """Remember ids[i0:i0+m] for the piece buf[start:end] (the caller just missed it)."""
     n = end - start
@@ -114,6 +120,28 @@ def _packed_byte(k0, k1, k):
     return np.int64((w >> np.uint64(8 * (k & 7))) & np.uint64(0xFF))
 
 
+# The BYTE_RUN entries' get and put are calls, not inlined like the rest: they are rare, and every
+# piece loop that inlines short_get / short_put would compile another copy of their loops.
+@njit
+def _byte_run_get(k0, k1, n, out, op, byte_ids):
+    for k in range(n):
+        out[op + k] = byte_ids[_packed_byte(k0, k1, k)]
+    return n
+
+
+@njit
+def _byte_run_put(sc, k0, k1, n, h, ids, i0, m, byte_ids):
+    if m != n:
+        return
+    for k in range(n):
+        if ids[i0 + k] != byte_ids[_packed_byte(k0, k1, k)]:
+            return
+    b = 8 * short_slot(h)
+    sc[b] = k0
+    sc[b + 1] = k1
+    sc[b + 2] = (np.uint64(n) << np.uint64(32)) | np.uint64(BYTE_RUN)
+
+
 @njit(inline="always")
 def short_slot(h):
     # bits above the ones the vocabulary tables use (slot_of), so a table cluster is not a cache cluster
@@ -136,9 +164,7 @@ def short_get(sc, k0, k1, n, h, out, op, byte_ids):
         return 0
     cnt = np.int64(meta & np.uint64(0xFF))
     if cnt == BYTE_RUN:
-        for k in range(n):
-            out[op + k] = byte_ids[_packed_byte(k0, k1, k)]
-        return n
+        return _byte_run_get(k0, k1, n, out, op, byte_ids)
     for k in range(cnt):
         w = sc[b + 3 + (k >> 1)]
         out[op + k] = (w >> np.uint64(32)) if (k & 1) else (w & np.uint64(0xFFFFFFFF))
@@ -150,17 +176,11 @@ def short_put(sc, k0, k1, n, h, ids, i0, m, byte_ids):
     """Remember ids[i0:i0+m] for the piece (n bytes packed in k0, k1), replacing whatever held the
     slot: up to SHORT_IDS ids, or any number that are the piece's own byte ids (BYTE_RUN)."""
     if m > SHORT_IDS:
-        if m != n:
-            return
-        for k in range(n):
-            if ids[i0 + k] != byte_ids[_packed_byte(k0, k1, k)]:
-                return
+        _byte_run_put(sc, k0, k1, n, h, ids, i0, m, byte_ids)
+        return
     b = 8 * short_slot(h)
     sc[b] = k0
     sc[b + 1] = k1
-    if m > SHORT_IDS:
-        sc[b + 2] = (np.uint64(n) << np.uint64(32)) | np.uint64(BYTE_RUN)
-        return
     sc[b + 2] = (np.uint64(n) << np.uint64(32)) | np.uint64(m)
     for k in range(0, m, 2):
         w = np.uint64(ids[i0 + k])

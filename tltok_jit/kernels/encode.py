@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import uint64
 
-from .cache import cache_get, cache_put, short_get, short_has, short_put, short_slot
+from .cache import cache_get, cache_get_call, cache_put, short_get, short_has, short_put, short_slot
 from .handle_layout import HANDLE_LEN, cache_of, handle_in, tables_of
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
 from .jit import borrow, njit, prefetch, stack_array, trailing_zeros
@@ -278,7 +278,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                             continue
                     elif use_cache and long_on:
                         h = hash_bytes(buf, pos, pe)
-                        m = cache_get(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
+                        m = cache_get_call(c_hashes, c_meta, c_keys, c_vals, buf, pos, pe, h, out, op)
                         long_looks += 1
                         long_hits += m > 0
                         if long_looks == _LONG_TRIAL:
