@@ -326,6 +326,18 @@ def test_batch_rows_with_lone_surrogates_under_nfc():
         assert enc.encode_ordinary_batch(texts, num_threads=threads) == [enc.encode_ordinary(t) for t in texts]
 
 
+@pytest.mark.parametrize("threads", [None, 1])
+def test_long_text_under_nfc(threads):
+    """One long text under Qwen2.5's NFC normalizer: Latin-1 only (no NFC check needed), then with one
+    decomposed letter (not NFC: the Python path) and with a precomposed one past U+0300."""
+    enc, hf = pair("qwen2.5")
+    base = "Caf\u00e9 na\u00efve \u00fcber fa\u00e7ade, \u00a7 \u02bb. " * 3000
+    for text in (base, base + "e\u0301", "\u1e9b" + base, base.encode("ascii", "ignore").decode()):
+        want = hf.encode(text, add_special_tokens=False).ids
+        assert enc.encode(text, allowed_special="all") == want
+        assert enc.encode_to_numpy(text, allowed_special="all", num_threads=threads).tolist() == want
+
+
 def test_rows_with_invalid_utf8_under_nfc():
     """encode_rows of raw bytes under an NFC normalizer (every non-ASCII row is decoded and checked):
     a row of invalid UTF-8 is encoded as its replaced text, a non-NFC row by the Python path, and the

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tltok_jit.text import KERNEL_UTF8_MIN as _KERNEL_UTF8_MIN, text_to_buf, text_to_utf8
+from tltok_jit.text import KERNEL_UTF8_MIN as _KERNEL_UTF8_MIN, below_u0300, text_to_buf, text_to_utf8
 from tltok_jit.kernels.utf8 import str_utf8
 
 latin1 = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xFF), max_size=80)
@@ -161,3 +161,20 @@ def test_long_ascii_text_takes_the_long_text_entry(ours, tiktoken_oracle, monkey
     enc, ref = ours("o200k_base"), tiktoken_oracle("o200k_base")
     assert enc.encode_ordinary(text, num_threads=1) == ref.encode_ordinary(text)
     assert enc.encode(text, num_threads=1, allowed_special="all") == ref.encode(text, allowed_special="all")
+
+
+def test_characters_below_u0300_are_nfc_starters():
+    """below_u0300's reason: every character below U+0300 is NFC on its own and a starter
+    (combining class 0), so a text of them passes the NFC quick check whatever their order."""
+    import unicodedata
+
+    for cp in range(0x300):
+        assert unicodedata.is_normalized("NFC", chr(cp)) and unicodedata.combining(chr(cp)) == 0, hex(cp)
+
+
+@pytest.mark.parametrize("text,want", [("", True), ("plain", True), ("caf\u00e9 \u02ff", True), ("e\u0301", False),
+                                       ("\u0300", False), ("\u4e2d", False), ("\U0001f600", False)])
+def test_below_u0300(text, want):
+    data = text.encode("utf-8")
+    assert below_u0300(data) is want
+    assert below_u0300(np.frombuffer(data, dtype=np.uint8)) is want

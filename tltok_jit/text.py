@@ -88,6 +88,14 @@ def ascii_view(text: str) -> np.ndarray:
     return read_only(view)
 
 
+def below_u0300(data) -> bool:
+    """Every character of the UTF-8 `data` (bytes or a uint8 array) is below U+0300: no byte from
+    0xCC up. Each such character is a starter that is NFC on its own (tests/test_text_utf8.py holds
+    the Unicode database to it), so such a text is NFC."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    return len(a) == 0 or int(a.max()) < 0xCC
+
+
 def text_to_buf(text: str) -> np.ndarray:
     """text_to_utf8 as a read-only uint8 array; long non-ASCII text is encoded by a kernel (str_utf8)."""
     if len(text) >= KERNEL_UTF8_MIN and not text.isascii():
