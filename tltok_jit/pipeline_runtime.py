@@ -26,7 +26,7 @@ from .pipeline.normalizers import NFC, normalize
 from .pipeline.pre_tokenizers import pre_tokenize
 from .special_policy import SpecialPolicy
 from .tables import table_config, with_config
-from .text import ascii_view, below_u0300, read_only, read_only_view, text_to_buf, text_to_utf8
+from .text import ascii_view, below_u0300, read_only, read_only_view, text_to_buf
 
 __all__ = ["HFRuntime", "KernelPipeline"]
 

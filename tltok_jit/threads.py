@@ -58,7 +58,7 @@ def on_threads(threads: int, work: Callable[[int], object]) -> None:
     own. The first error is raised, after every worker has finished.
 
     The others start through `_thread`, each releasing a lock of its own when done: `Thread.start`
-    waits until the new thread runs (~80 us here, the calling thread's own share waiting with it);
+    waits until the new thread runs (~80 us on a 2-core VM, the calling thread's own share waiting with it);
     `_thread.start_new_thread` returns in ~10."""
     if threads <= 1:
         work(0)
