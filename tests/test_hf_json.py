@@ -338,6 +338,20 @@ def test_long_text_under_nfc(threads):
         assert enc.encode_to_numpy(text, allowed_special="all", num_threads=threads).tolist() == want
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_rows_under_nfc(threads):
+    """A batch of str under Qwen2.5's NFC normalizer: the rows whose str is not ASCII are checked
+    (a decomposed letter, Hangul jamo, a compatibility ideograph: the Python path), the others go to
+    the kernels; every row as HF encodes it."""
+    enc, hf = pair("qwen2.5")
+    rows = ["plain ascii row " * 20, "caf\u00e9 na\u00efve " * 20, "cafe\u0301 " * 20, "\u1100\u1161\u11a8 ok",
+            "\uf900 \u8c48", "", "\u00c5ngstr\u00f6m \u212b"] * 30
+    want = [hf.encode(r, add_special_tokens=False).ids for r in rows]
+    assert enc.encode_batch(rows, allowed_special="all", num_threads=threads) == want
+    ids, offsets = enc.encode_batch_to_numpy(rows, allowed_special="all", num_threads=threads)
+    assert [ids[offsets[i]:offsets[i + 1]].tolist() for i in range(len(rows))] == want
+
+
 def test_rows_with_invalid_utf8_under_nfc():
     """encode_rows of raw bytes under an NFC normalizer (every non-ASCII row is decoded and checked):
     a row of invalid UTF-8 is encoded as its replaced text, a non-NFC row by the Python path, and the

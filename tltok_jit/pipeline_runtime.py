@@ -329,7 +329,12 @@ class HFRuntime(KernelPipeline):
         arr = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
         if self.pipe.char_level:
             return self._encode_rows_char_level(arr, offsets, valid, amask, any_allowed)
-        suspect = self._suspect_rows(arr, offsets)
+        if texts is not None and self.nfc_only and not self.missing and not self.always_text_path:
+            # only a row whose str is not ASCII may need NFC, and str.isascii() reads a flag the str
+            # keeps: no pass over the rows' bytes (rows_with_bytes took 1 ms of 3.2 MB)
+            suspect = np.fromiter((not t.isascii() for t in texts), dtype=bool, count=n)
+        else:
+            suspect = self._suspect_rows(arr, offsets)
         live = np.asarray(valid, dtype=bool)
         check = np.flatnonzero(live if suspect is None else suspect & live)
         # rows the kernels cannot encode exactly, by the text path; every other row stays in `arr` and
