@@ -98,8 +98,9 @@ class HFRuntime(KernelPipeline):
             if self.nfc_only:
                 # Python-NFC-stable => tokenizers-NFC-stable (hf_nfc splits at Unicode-9 barriers, and the
                 # parts of an NFC string are NFC); text of characters below U+0300 is NFC whatever they
-                # are (the check looked at each: 3.7 ms of 3.2 MB of English with a few accents)
-                return below_u0300(data) or unicodedata.is_normalized("NFC", text)
+                # are (the check looked at each: 3.7 ms of 3.2 MB of English with a few accents); an
+                # ASCII str says so itself, without the pass over its bytes
+                return text.isascii() or below_u0300(data) or unicodedata.is_normalized("NFC", text)
             n = self.normalize(text)
             if n is not text and n != text:
                 return False
