@@ -26,7 +26,7 @@ from .kernels.pyargs import release_slot, take_slot
 from .kernels.scan import load_scanner
 from .kernels.utf8 import str_utf8_rows
 from .model import ModelDescription
-from .pages import small_pages
+from .pages import populate, small_pages
 from .pandas_io import is_pandas_series
 from .pipeline_kernels import KernelPipeline
 from .pylist import IntObjects, int_objects
@@ -987,6 +987,9 @@ class Encoding:
             n = fills[0]
             for w in range(1, threads):
                 if fills[w] and n != base[w]:  # n <= base[w]: memmove, overlapping or not
+                    # (the pages below base[w] are fresh: faulted in by one madvise, then copied, 0.45 +
+                    # 0.13 ms for 1.5 MB; memmove taking the faults itself: 1.3-1.8)
+                    populate(out, n, n + fills[w])
                     ctypes.memmove(out.ctypes.data + 4 * n, out.ctypes.data + 4 * base[w], 4 * fills[w])
                 n += fills[w]
         new_offsets = np.zeros(n_rows + 1, dtype=np.int64)

@@ -1,4 +1,5 @@
-"""Small pages for the big buffers a call writes once (ids, the workers' rows).
+"""Small pages for the big buffers a call writes once (ids, the workers' rows), and faulting such
+pages in ahead of a copy (`populate`).
 
 With transparent huge pages on ("always", a common default), the first write into each 2 MB of a
 fresh buffer makes the kernel find and zero a huge page. On a 2-core Intel Xeon VM that made the
@@ -20,6 +21,8 @@ import numpy as np
 
 _MIN_BYTES = 4 << 20  # below this a buffer spans at most a couple of huge pages
 _ADVICE = getattr(mmap, "MADV_NOHUGEPAGE", None)
+# Linux >= 5.14: fault pages in writable, contents untouched (older kernels refuse it: EINVAL)
+_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23 if sys.platform.startswith("linux") else None)
 
 
 def _libc_madvise():
@@ -35,6 +38,7 @@ def _libc_madvise():
 
 
 _MADVISE = _libc_madvise()
+_populate_ok = [_MADVISE is not None and _POPULATE_WRITE is not None]
 
 
 def small_pages(a: np.ndarray) -> np.ndarray:
@@ -48,3 +52,20 @@ def small_pages(a: np.ndarray) -> np.ndarray:
         if end > start:
             _MADVISE(start, end - start, _ADVICE)
     return a
+
+
+def populate(a: np.ndarray, lo: int, hi: int) -> bool:
+    """Fault in the whole pages of the bytes of a[lo:hi] (a 1-D contiguous array) as a write to each
+    would, without changing a byte of them (MADV_POPULATE_WRITE). Before a big copy into fresh
+    memory: one call takes the faults for ~1.2 us a page, a memmove taking them one by one ~3.5 (a
+    2-core VM). The GIL is released meanwhile. False when the system cannot (nothing happened)."""
+    if not _populate_ok[0]:
+        return False
+    lo, hi = max(lo, 0), min(hi, len(a))
+    page = mmap.PAGESIZE
+    start = -(-(a.ctypes.data + lo * a.itemsize) // page) * page
+    end = (a.ctypes.data + hi * a.itemsize) // page * page
+    if end > start and _MADVISE(start, end - start, _POPULATE_WRITE) != 0:
+        _populate_ok[0] = False  # refused (an older kernel): never asked again
+        return False
+    return True
