@@ -375,6 +375,35 @@ def test_invalid_utf8_in_rows_cut_into_blocks(o200k, A):
                              disallowed_special=()).to_pylist() == [len(e) for e in exp]
 
 
+def test_gather_on_two_threads(o200k, A, monkeypatch):
+    """A result big enough to be gathered by two threads, each a run of blocks: rows cut by block
+    boundaries (heads), flagged rows among them and empty rows, for several block sizes; the ids
+    are tiktoken's and the same as one thread's (one gather in place)."""
+    ref, enc = o200k
+    words = " ".join(["lorem ipsum dolor sit amet, the quick brown fox"] * 60).encode()
+    rows = [words, words[:900] + b"\xff" + words[900:], b"", words, b"\xe4\xb8" + words, b"short \xc0 row"] * 30
+    arr = pa.array(rows, type=pa.large_binary())
+    exp = [ref.encode_ordinary(b.decode("utf-8", "replace")) for b in rows]
+    assert sum(map(len, exp)) >= 2 * (1 << 15) // 4  # two parts of at least MIN_BYTES_PER_WORKER of ids
+    ranges = []
+    gather = A.KC.gather
+
+    def spy(*args):
+        ranges.append((args[11], args[12], args[13]))
+        return gather(*args)
+
+    monkeypatch.setattr(A.KC, "gather", spy)
+    for bb in (200, 997, 5000, None):
+        ranges.clear()
+        got = A.encode_arrow(enc, arr, num_threads=2, block_bytes=bb, disallowed_special=())
+        assert got.to_pylist() == exp, bb
+        assert got.equals(A.encode_arrow(enc, arr, num_threads=1, block_bytes=bb, disallowed_special=()))
+        # the call's own gather (the flagged rows' text is encoded after it, gathered on its own)
+        first, second = sorted(ranges[:2])
+        assert first[0] == 0 and first[1] == second[0] and first[2] == 0, (bb, ranges)
+        assert 0 < second[2] < sum(map(len, exp))  # the second run starts inside the result
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.binary(max_size=40), min_size=1, max_size=8))
 def test_invalid_utf8_hypothesis(o200k, rows):

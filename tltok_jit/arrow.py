@@ -529,7 +529,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
             on_threads(workers, lambda w: KC.drive(w, st.counter, wbytes, src.bufs, T, cache, the_job, False))
             st.last_worker_bytes = wbytes  # diagnostics: bytes each worker took from the block queue
             if not counting and hits[:, 0].max() < 0:
-                gathered = _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list)
+                gathered = _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, threads=workers)
 
     hit_rows = np.flatnonzero(hits[:, 0] >= 0)
     first_hit = int(hits[hit_rows[0], 0]) if len(hit_rows) else n
@@ -588,20 +588,29 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     return _Result(ids, new_off, None, src)
 
 
-def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=None) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, row offsets) of an encode call from the workers' rows (KC.gather), into a new array or,
-    for one worker, `into` (its row, packed in place: every move goes left)."""
-    bound = int(counts[:n][flags[:n] == 0].sum() + heads.sum())
-    new_off = np.empty(n + 1, dtype=np.int64 if _want_large(bound, large_list) else np.int32)
-    if into is None:
-        # not from Arrow's default pool (mimalloc): its first allocation after a call's buffers were
-        # freed stalled for 5-60 ms in 4 of 6 fresh processes on a VM (156 KB of ids, 3.7 ms call)
-        ids = small_pages(np.empty(max(bound, 1), dtype=np.uint32))
-        n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, False))
-        return ids[:n_ids], new_off
-    n_ids = int(KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, into, new_off, True))
-    into.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
-    return into[:n_ids], new_off
+def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=None,
+            threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, row offsets) of an encode call from the workers' rows (KC.gather), into a new array on
+    up to `threads` threads (each a run of blocks) or, for one worker, `into` (its row, packed in
+    place: every move goes left)."""
+    nb = len(bb) - 1
+    starts = KC.block_starts(bpos, bb, rstart, counts, heads, flags)
+    n_ids = int(starts[nb])
+    new_off = np.empty(n + 1, dtype=np.int64 if _want_large(n_ids, large_list) else np.int32)
+    if into is not None:
+        KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, into, new_off, True, 0, nb, 0)
+        into.resize(max(n_ids, 1), refcheck=False)  # shrinks in place; untouched pages were never committed
+        return into[:n_ids], new_off
+    # not from Arrow's default pool (mimalloc): its first allocation after a call's buffers were
+    # freed stalled for 5-60 ms in 4 of 6 fresh processes on a VM (156 KB of ids, 3.7 ms call)
+    ids = small_pages(np.empty(max(n_ids, 1), dtype=np.uint32))
+    # runs of blocks on several threads: the first write to each fresh page faults (~1-2 us a
+    # page; 2.4 MB of ids took 1.1-2.2 ms on one thread)
+    parts = workers_for(threads, 4 * n_ids) if nb > 1 else 1
+    cut = [0] + [int(np.searchsorted(starts, p * n_ids // parts, side="right")) - 1 for p in range(1, parts)] + [nb]
+    on_threads(parts, lambda w: KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, False,
+                                          cut[w], cut[w + 1], int(starts[cut[w]])))
+    return ids, new_off
 
 
 def _want_large(n_ids: int, large_list) -> bool:

@@ -368,14 +368,33 @@ def drive(w, counter, wbytes, bufs, T, cache, job, serial):
 
 
 @njit
-def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, in_place):
-    """The blocks' ids from the workers' rows of `wout`, in block order, into `ids` (at least the ids
-    of every row), and each row's offset into new_off. Rows flagged in `flags` come out empty (a row
-    cut by a block boundary may have ids in the block before its flag was found). Returns the number
-    of ids. `in_place`: `ids` is the one worker's row itself (every move goes left; a run already
-    where it belongs, as all are when no row is flagged, is not copied)."""
+def block_starts(bpos, bb, rstart, counts, heads, flags):
+    """int64[nb + 1]: where each block's ids start in a gathered result (`gather`), and the total."""
+    nb = len(bb) - 1
+    starts = np.empty(nb + 1, dtype=np.int64)
     cur = np.int64(0)
-    for k in range(len(bb) - 1):
+    for k in range(nb):
+        starts[k] = cur
+        r0 = rstart[k]
+        if heads[k] > 0 and flags[r0 - 1] == 0:
+            cur += heads[k]
+        for r in range(r0, rstart[k + 1]):
+            if counts[r] > 0 and flags[r] == 0:
+                cur += counts[r]
+    starts[nb] = cur
+    return starts
+
+
+@njit
+def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, in_place, k_lo, k_hi, cur):
+    """The ids of blocks k_lo..k_hi-1 from the workers' rows of `wout`, in block order, into `ids` from
+    `cur` (block_starts[k_lo]; workers may gather disjoint block ranges at once), and each of their
+    rows' offsets into new_off (new_off[n] by the range that ends at the last block). Rows flagged in
+    `flags` come out empty (a row cut by a block boundary may have ids in the block before its flag
+    was found). Returns where the range's ids end. `in_place`: `ids` is the one worker's row itself
+    (every move goes left; a run already where it belongs, as all are when no row is flagged, is not
+    copied)."""
+    for k in range(k_lo, k_hi):
         w = bpos[k, 0]
         src = bpos[k, 1]
         r0 = rstart[k]
@@ -398,7 +417,8 @@ def gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, in_pla
                             ids[cur + j] = wout[w, src + j]
                     cur += c
                 src += c
-    new_off[n] = cur
+    if k_hi == len(bb) - 1:
+        new_off[n] = cur
     return cur
 
 
