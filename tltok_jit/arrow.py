@@ -145,7 +145,7 @@ def check_offsets(off: np.ndarray, size: int, what: str) -> None:
     if off[0] < 0 or off[-1] > size:
         raise ValueError(f"invalid Arrow {what} array: its offsets run from {int(off[0])} to {int(off[-1])}, "
                          f"outside its data buffer of {size} items")
-    down = np.diff(off) < 0
+    down = off[1:] < off[:-1]
     if down.any():
         r = int(np.argmax(down))
         raise ValueError(f"invalid Arrow {what} array: offsets decrease at row {r} ({int(off[r])} then "
@@ -240,7 +240,8 @@ class _Source:
             self.off.flags.writeable = False
         data = bufs[2]
         check_offsets(self.off, data.size if data is not None else 0, str(t))
-        self.bufs = _typed([np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else _EMPTY_U8])
+        self.bufs = KC.one_buffer(read_only_view(np.frombuffer(data, dtype=np.uint8)) if data is not None and data.size
+                                  else _EMPTY_U8)
         self.views = _EMPTY_I32
 
     def row_bytes(self, r: int) -> bytes:
