@@ -78,8 +78,9 @@ def _check(kind: int, data: bytes, start: int = 0, end: int | None = None) -> in
 
 # Fragments of every class the rules tell apart, and of the ones they leave to the scanners.
 _COVERED = ["a", "b", "Z", "Ab", "aB", "word", "HTTPServer", " ", "  ", "    ", "\n", "\n\n", " \n", "\n ",
-            ",", ".", "(", ")", "/", "-", '"', ".\n", "/\n", "1", "23", "456", "1234567", "12345678901234567"]
-_OTHER = ["'", "'s", "'ll", "\t", "\r", "\r\n", "\u00e9", "\u4e2d", "\x00", "\x7f", "\u00a0", "\u2019", "\n/"]
+            ",", ".", "(", ")", "/", "-", '"', ".\n", "/\n", "1", "23", "456", "1234567", "12345678901234567",
+            "'", "''", "'(", "')"]
+_OTHER = ["'s", "'ll", "'D", "'Re", "'x", "\t", "\r", "\r\n", "\u00e9", "\u4e2d", "\x00", "\x7f", "\u00a0", "\u2019", "\n/"]
 _text = st.lists(st.one_of(st.sampled_from(_COVERED), st.sampled_from(_COVERED), st.sampled_from(_OTHER)),
                  min_size=20, max_size=160).map("".join)
 
@@ -99,7 +100,10 @@ def test_blocks_match_the_scanner(text, cut, kind):
 # (so that it falls at each place of a block).
 _EDGES = ["word-\n \n\nword", "word\n \n\nword", "word.\n  word", "word\n   word", "a  b", "a  (b", "a (b",
           "a((b", "x(b", "getValue HTTPServer aBC ABc", "x 12345678 y", "x  5", "a\n/b", "a-\n/b", "a,\nb",
-          "a\n\nb", "a \nb", "1234567890123456789 x", "a  \n  b", "a.  \n\n  b", "5(b", "5 b", "\n(b", "a\n5"]
+          "a\n\nb", "a \nb", "1234567890123456789 x", "a  \n  b", "a.  \n\n  b", "5(b", "5 b", "\n(b", "a\n5",
+          "it's", "IT'S", "don't", "we're", "it'sx", "a'b", "a' b", "a'.", "a'\n", "a'1", "('x')", "x = 's'",
+          "1's", "1'st", "1'.", "\n's", "\n'st", "\n'(", " 's", " 'st", " '(", ".'s", ".'st", "''s", "a''b",
+          "a'st", "a'LLx", "'"]
 
 
 @pytest.mark.parametrize("edge", _EDGES)

@@ -11,8 +11,10 @@ kind.
 
 Byte classes: L letters (U the upper-case ones), S the space, P the other visible ASCII bytes but
 digits and the apostrophe, N the LF, D digits (not in GPT-2's patterns, whose ` ?\\p{N}+` and
-SmolLM2's digit split take a space before digits), E = L | P | D. The apostrophe (contractions),
-CR, tab, control bytes and non-ASCII bytes are not covered. A piece ends before byte i when
+SmolLM2's digit split take a space before digits), E = L | P | D. The apostrophe is P but where a
+contraction may start there (after a letter, digit or LF, or at the piece start, and before a
+letter: `'s`, `'ll`, ... as a piece of its own or a word's suffix, by pattern); there, CR, tab,
+control bytes and non-ASCII bytes are not covered. A piece ends before byte i when
 (x -> y: byte i-1 of class x, byte i of class y; the byte before the block ends a piece):
 - L or D -> S, N, P; P -> S; N -> L, P; D or N -> L; any -> D;
 - P -> L unless the pattern lets one such byte prefix a word (`[^\\r\\n\\p{L}\\p{N}]?\\p{L}+`, all but
@@ -79,9 +81,12 @@ def block_piece_ends(bp, q, end, any_prefix, tail, cased, digits):
     S = byte_mask64(bp, q, 0, 0x20, 0) & inside
     N = byte_mask64(bp, q, 0, 0x0A, 0) & inside
     digit = byte_mask64(bp, q, 0, 0x30, 9) & inside
-    P = byte_mask64(bp, q, 0, 0x21, 0x7E - 0x21) & inside & ~L & ~digit & ~byte_mask64(bp, q, 0, 0x27, 0)
+    P = byte_mask64(bp, q, 0, 0x21, 0x7E - 0x21) & inside & ~L & ~digit
     D = digit if tail != TAIL_NONE else uint64(0)
-    uncovered = ~(L | S | P | N | D)
+    # an apostrophe is punctuation unless it may begin a contraction: after a letter, digit or LF
+    # (or at q) and before a letter
+    apos = byte_mask64(bp, q, 0, 0x27, 0) & inside
+    uncovered = ~(L | S | P | N | D) | (apos & ((L << _ONE) | (digit << _ONE) | (N << _ONE) | _ONE) & (L >> _ONE))
     if tail == TAIL_CRLF_SLASH:
         uncovered |= byte_mask64(bp, q, 0, 0x2F, 0) & (N << _ONE)
     if digits == DIGITS_THREE:
