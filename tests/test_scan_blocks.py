@@ -103,7 +103,7 @@ _EDGES = ["word-\n \n\nword", "word\n \n\nword", "word.\n  word", "word\n   word
           "a\n\nb", "a \nb", "1234567890123456789 x", "a  \n  b", "a.  \n\n  b", "5(b", "5 b", "\n(b", "a\n5",
           "it's", "IT'S", "don't", "we're", "it'sx", "a'b", "a' b", "a'.", "a'\n", "a'1", "('x')", "x = 's'",
           "1's", "1'st", "1'.", "\n's", "\n'st", "\n'(", " 's", " 'st", " '(", ".'s", ".'st", "''s", "a''b",
-          "a'st", "a'LLx", "'"]
+          "a'st", "a'LLx", "'", "(5", "a5", "a 5", "a  55", "\n 5", "\n5 ", ".5x", "5a", "55 5"]
 
 
 @pytest.mark.parametrize("edge", _EDGES)
