@@ -10,11 +10,11 @@ the scalar scanners, which are also the reference the tests hold this module to,
 kind.
 
 Byte classes: L letters (U the upper-case ones), S the space, P the other visible ASCII bytes but
-digits and the apostrophe, N the LF, D digits (not in GPT-2's patterns, whose ` ?\\p{N}+` and
-SmolLM2's digit split take a space before digits), E = L | P | D. The apostrophe is P but where a
-contraction may start there (after a letter, digit or LF, or at the piece start, and before a
-letter: `'s`, `'ll`, ... as a piece of its own or a word's suffix, by pattern); there, CR, tab,
-control bytes and non-ASCII bytes are not covered. A piece ends before byte i when
+digits, N the LF, D digits (not in GPT-2's patterns, whose ` ?\\p{N}+` and SmolLM2's digit split
+take a space before digits), E = L | P | D. The apostrophe is P except where a contraction may
+start (after a letter, digit or LF, or at the piece start, and before a letter: `'s`, `'ll`, ... a
+piece of its own or a word's suffix, by pattern). Those apostrophes, CR, tab, control bytes and
+non-ASCII bytes are not covered. A piece ends before byte i when
 (x -> y: byte i-1 of class x, byte i of class y; the byte before the block ends a piece):
 - L or D -> S, N, P; P -> S; N -> L, P; D or N -> L; any -> D;
 - P -> L unless the pattern lets one such byte prefix a word (`[^\\r\\n\\p{L}\\p{N}]?\\p{L}+`, all but
