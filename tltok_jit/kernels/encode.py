@@ -117,6 +117,9 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
     crp = data_ptr(T.crank)
     slp = data_ptr(T.split_l)
     srp = data_ptr(T.split_r)
+    top = data_ptr(T.tok_offsets)
+    bip = data_ptr(T.byte_ids)
+    bpp = data_ptr(T.byte_pairs)
     n_vocab = len(T.tok_flags)
     tok_flags = borrow(T.tok_flags)
     psp = data_ptr(pair_slots)
@@ -292,7 +295,7 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                         long_h = h
                     m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
                                           psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom), wkp,
-                                          len(work), cpp, len(c_pairs))
+                                          len(work), cpp, len(c_pairs), top, bip, bpp)
                     if m >= 0:
                         if m > 1 and ignore_merges and _maybe_unreachable(buf, pos, n, unreach_filter):
                             if short:

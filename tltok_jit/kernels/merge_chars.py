@@ -1,4 +1,4 @@
-"""Merging a piece character by character, proved exact or handed back.
+"""Merging a piece character by character, proved exact (mended where it is not) or handed back.
 
 Text in scripts whose characters are several bytes (CJK above all) spends most merges inside
 characters: a Han character is three bytes and two merges, and in o200k it is nearly always one
@@ -6,8 +6,12 @@ token. `merge_by_chars` starts from each character's own BPE result (a table loo
 `trees.char_bpe_table`), merges those tokens by rank, and then proves the result is what merging the
 bytes gives: a sequence of reachable tokens is the BPE result iff every adjacent pair is
 (`trees` module). Most pairs are settled by one flag test per side (`trees.boundary_flags`), the
-rest by walking the two merge trees (`trees.compat_fast`). When the proof fails, the caller merges
-the bytes as usual; the answer never depends on which route was taken.
+rest by walking the two merge trees (`trees.compat_fast`). A pair that fails is mended: the bytes of
+its two tokens are merged as bytes and the new tokens' pairs with their neighbours proved in turn
+(each adjacent pair of a BPE result is compatible, so the pairs inside need no proof). In o200k a
+quarter of the pieces of Indic, Lao or Tibetan words need that (a token that straddles two
+characters wins at one place), almost always once. When mending does not settle a piece, the
+caller merges its bytes as usual; the answer never depends on which route was taken.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 from numba import carray
 
 from .jit import njit
-from .merge import NO_PAIR, _pair_memo
+from .merge import NO_PAIR, SMALL_PIECE, _pair_memo, merge_piece
 from .trees import (
     F_FIRST_MB,
     F_L_AFTER_ASCII,
@@ -31,19 +35,24 @@ from .trees import (
 )
 
 CHAR_PIECE = 256  # pieces of up to this many bytes try the character route
-_ST = CHAR_PIECE + 1  # vals[_ST + i]: token i's state (bit 0: starts a character, bit 1: made here)
-WORK_NEEDED = 2 * CHAR_PIECE + 2
+_ST = CHAR_PIECE + 1  # vals[_ST + i]: token i's state (bit 0: starts a character, bit 1: made here,
+# bit 2: from a window merged as bytes)
+_RW = 2 * CHAR_PIECE + 2  # vals[_RW:]: the window merge's scratch
+WORK_NEEDED = _RW + SMALL_PIECE
+MAX_REPAIRS = 8  # windows merged as bytes in one piece before it goes to the byte route whole
 _ID = np.uint64((1 << 20) - 1)
 _USABLE = F_REACH | F_MONO  # a token the proofs hold for
 
 
 @njit(inline="always")
 def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l, split_r, pair_slots,
-                   rank_ids, bloom, vals, memo):
+                   rank_ids, bloom, vals, memo, tok_offsets, byte_ids, byte_pairs):
     """BPE of buf[pos:pos+n] (n <= CHAR_PIECE) into syms[start:]; returns the token count, or -1
-    when the piece has a character outside the table or the result cannot be proved (the caller
-    then merges the bytes). `vals` is int64 scratch of length >= WORK_NEEDED. Every token of the
-    result must have monotone merges (F_MONO), else -1: the proofs need it."""
+    when the piece has a character outside the table or the result cannot be proved (more than
+    MAX_REPAIRS mended windows, or one longer than SMALL_PIECE bytes: the caller then merges the
+    bytes). `vals` is int64 scratch of length >= WORK_NEEDED. Every token of the result must have
+    monotone merges (F_MONO), else -1: the proofs need it. `tok_offsets`, `byte_ids` and
+    `byte_pairs` (tables.Tables) serve the mending's byte merge."""
     m = 0
     i = pos
     end = pos + n
@@ -110,34 +119,81 @@ def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l
             vals[bi - 1] = _pair_memo(syms[start + bi - 1], syms[start + bi], pair_slots, rank_ids, memo, bloom)
         if bi < m - 1:
             vals[bi] = _pair_memo(syms[start + bi], syms[start + bi + 1], pair_slots, rank_ids, memo, bloom)
-    # prove it: every token reachable with monotone merges, every adjacent pair compatible
-    fa = np.int64(tok_flags[syms[start]])
-    if (fa & _USABLE) != _USABLE:
+    # prove it: every token reachable with monotone merges, every adjacent pair compatible. A pair
+    # that is not (a token that straddles characters wins there, or the merge order across
+    # characters differs) is mended in place: the bytes of a window of tokens around it are merged
+    # as bytes, and the pairs at the window's edges are proved in turn (inside it, each pair of a
+    # BPE result is compatible)
+    if (np.int64(tok_flags[syms[start]]) & _USABLE) != _USABLE:
         return -1
-    for j in range(1, m):
+    win_lo = 0  # pairs (j - 1, j) with win_lo < j < win_hi lie inside the last window merged
+    win_hi = 0
+    repairs = 0
+    j = 1
+    while j < m:
+        fa = np.int64(tok_flags[syms[start + j - 1]])
         fb = np.int64(tok_flags[syms[start + j]])
         if (fb & _USABLE) != _USABLE:
             return -1
+        if win_lo < j < win_hi:
+            j += 1
+            continue
+        sa = vals[_ST + j - 1]
         sb = vals[_ST + j]
-        if (sb & 1) != 0:
+        if ((sa | sb) & 4) != 0:
+            ok = False  # an edge of a window: it may lie inside a character
+        elif (sb & 1) != 0:
             # between whole characters: each side's flag for the other's byte class
             need_a = F_R_BEFORE_MB if (fb & F_FIRST_MB) != 0 else F_R_BEFORE_ASCII
             need_b = F_L_AFTER_MB if (fa & F_LAST_MB) != 0 else F_L_AFTER_ASCII
             ok = (fa & need_a) != 0 and (fb & need_b) != 0
         else:
             # inside a character: two tokens of its own BPE are compatible
-            ok = ((vals[_ST + j - 1] | sb) & 2) == 0
-        if not ok and not compat_fast(syms[start + j - 1], syms[start + j], pair_slots, rank_ids, crank,
-                                      split_l, split_r, bloom):
+            ok = ((sa | sb) & 2) == 0
+        if ok or compat_fast(syms[start + j - 1], syms[start + j], pair_slots, rank_ids, crank, split_l, split_r,
+                             bloom):
+            j += 1
+            continue
+        repairs += 1
+        if repairs > MAX_REPAIRS:
             return -1
-        fa = fb
+        lo = j - 1
+        hi = j + 1
+        b0 = pos
+        for q in range(lo):
+            b0 += tok_offsets[syms[start + q] + 1] - tok_offsets[syms[start + q]]
+        nb = 0
+        for q in range(lo, hi):
+            nb += tok_offsets[syms[start + q] + 1] - tok_offsets[syms[start + q]]
+        if nb > SMALL_PIECE:
+            return -1
+        # the tail moves right to make room for the window's bytes, then back behind its tokens
+        # (room: every token outside the window covers at least one byte of the piece)
+        grow = nb - (hi - lo)
+        for q in range(m - 1, hi - 1, -1):
+            syms[start + q + grow] = syms[start + q]
+            vals[_ST + q + grow] = vals[_ST + q]
+        k = merge_piece(buf, b0, nb, syms, start + lo, byte_ids, byte_pairs, pair_slots, rank_ids, vals[_RW:], memo,
+                        bloom)
+        shrink = nb - k
+        for q in range(hi + grow, m + grow):
+            syms[start + q - shrink] = syms[start + q]
+            vals[_ST + q - shrink] = vals[_ST + q]
+        for q in range(lo, lo + k):
+            vals[_ST + q] = 4
+            if (np.int64(tok_flags[syms[start + q]]) & _USABLE) != _USABLE:
+                return -1
+        m += grow - shrink
+        win_lo = lo
+        win_hi = lo + k
+        j = max(lo, 1)  # the window's left edge next, then its right edge
     return m
 
 
 @njit
 def merge_by_chars_at(bufp, nbuf, pos, n, symsp, nsyms, start, char_bpep, tok_flagsp, crankp, split_lp, split_rp,
                       n_vocab, pair_slotsp, n_slots, rank_idsp, n_ranks, bloomp, n_bloom, valsp, n_vals, memop,
-                      n_memo):
+                      n_memo, tok_offsetsp, byte_idsp, byte_pairsp):
     """merge_by_chars on arrays given as (data pointer, length) pairs (scan.data_ptr).
 
     The piece loop calls this one instead of inlining the route: inlined into every variant of the
@@ -147,4 +203,5 @@ def merge_by_chars_at(bufp, nbuf, pos, n, symsp, nsyms, start, char_bpep, tok_fl
                           carray(char_bpep, (CHAR_TABLE,)), carray(tok_flagsp, (n_vocab,)),
                           carray(crankp, (n_vocab,)), carray(split_lp, (n_vocab,)), carray(split_rp, (n_vocab,)),
                           carray(pair_slotsp, (n_slots,)), carray(rank_idsp, (n_ranks,)),
-                          carray(bloomp, (n_bloom,)), carray(valsp, (n_vals,)), carray(memop, (n_memo,)))
+                          carray(bloomp, (n_bloom,)), carray(valsp, (n_vals,)), carray(memop, (n_memo,)),
+                          carray(tok_offsetsp, (n_vocab + 1,)), carray(byte_idsp, (256,)), carray(byte_pairsp, (65536,)))
