@@ -384,7 +384,7 @@ def test_gather_on_two_threads(o200k, A, monkeypatch):
     rows = [words, words[:900] + b"\xff" + words[900:], b"", words, b"\xe4\xb8" + words, b"short \xc0 row"] * 30
     arr = pa.array(rows, type=pa.large_binary())
     exp = [ref.encode_ordinary(b.decode("utf-8", "replace")) for b in rows]
-    assert sum(map(len, exp)) >= 2 * (1 << 15) // 4  # two parts of at least MIN_BYTES_PER_WORKER of ids
+    n_ids = sum(map(len, exp))
     ranges = []
     gather = A.KC.gather
 
@@ -393,6 +393,12 @@ def test_gather_on_two_threads(o200k, A, monkeypatch):
         return gather(*args)
 
     monkeypatch.setattr(A.KC, "gather", spy)
+    assert 4 * n_ids < 2 * A.GATHER_BYTES  # too few ids to pay for a second thread: one run
+    A.encode_arrow(enc, arr, num_threads=2, disallowed_special=())
+    assert all(r[0] == 0 and r[2] == 0 for r in ranges), ranges  # (every gather of the call)
+    ranges.clear()
+    monkeypatch.setattr(A, "GATHER_BYTES", 1 << 15)
+    assert 4 * n_ids >= 2 * A.GATHER_BYTES
     for bb in (200, 997, 5000, None):
         ranges.clear()
         got = A.encode_arrow(enc, arr, num_threads=2, block_bytes=bb, disallowed_special=())
@@ -401,7 +407,7 @@ def test_gather_on_two_threads(o200k, A, monkeypatch):
         # the call's own gather (the flagged rows' text is encoded after it, gathered on its own)
         first, second = sorted(ranges[:2])
         assert first[0] == 0 and first[1] == second[0] and first[2] == 0, (bb, ranges)
-        assert 0 < second[2] < sum(map(len, exp))  # the second run starts inside the result
+        assert 0 < second[2] < n_ids  # the second run starts inside the result
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

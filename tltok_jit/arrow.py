@@ -82,6 +82,7 @@ __all__ = [
 # A list<uint32> array holds at most this many ids (int32 offsets); tests lower it to exercise the switch.
 LIST_MAX_IDS = 2**31 - 1
 MIN_BLOCK_BYTES = 16 * 1024  # below this a block is not worth a scheduling step
+GATHER_BYTES = 1 << 18  # of ids, per thread that gathers them (_gather)
 BLOCKS_PER_THREAD = 8
 MAX_BLOCKS = 1 << 14
 MIN_PARALLEL_BYTES = 48 * 1024  # smaller inputs are encoded on the calling thread
@@ -608,8 +609,9 @@ def _gather(wout, bpos, bb, rstart, n, counts, heads, flags, large_list, into=No
     # freed stalled for 5-60 ms in 4 of 6 fresh processes on a VM (156 KB of ids, 3.7 ms call)
     ids = small_pages(np.empty(max(n_ids, 1), dtype=np.uint32))
     # runs of blocks on several threads: the first write to each fresh page faults (~1-2 us a
-    # page; 2.4 MB of ids took 1.1-2.2 ms on one thread)
-    parts = workers_for(threads, 4 * n_ids) if nb > 1 else 1
+    # page; 2.4 MB of ids took 1.1-2.2 ms on one thread); below GATHER_BYTES a thread's start costs
+    # more than its share of the copy
+    parts = max(1, min(threads, 4 * n_ids // GATHER_BYTES)) if nb > 1 else 1
     cut = [0] + [int(np.searchsorted(starts, p * n_ids // parts, side="right")) - 1 for p in range(1, parts)] + [nb]
     on_threads(parts, lambda w: KC.gather(wout, bpos, bb, rstart, n, counts, heads, flags, ids, new_off, False,
                                           cut[w], cut[w + 1], int(starts[cut[w]])))
