@@ -37,7 +37,7 @@ def merge_linear(syms, start, n, pair_slots, rank_ids, vals):
     for i in range(n - 1):
         vals[i] = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
     empty = np.empty(0, dtype=np.uint64)
-    return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, empty, empty)
+    return linear_loop(syms, start, n, pair_slots, rank_ids, vals, empty, empty)
 
 
 @njit(inline="always")
@@ -61,7 +61,7 @@ def _pair_memo(a, b, pair_slots, rank_ids, memo, bloom):
 
 
 @njit(inline="always")
-def _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom):
+def linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom):
     """merge_linear once vals[i] holds the packed value of pair (i, i + 1)."""
     while n > 1:
         best = NO_PAIR
@@ -96,7 +96,7 @@ def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank
     if n <= SMALL_PIECE:
         for i in range(n - 1):
             vals[i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
-        return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom)
+        return linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom)
     return merge_symbols(syms, start, n, pair_slots, rank_ids, vals)
 
 

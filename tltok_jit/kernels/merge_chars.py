@@ -20,7 +20,7 @@ import numpy as np
 from numba import carray
 
 from .jit import njit
-from .merge import NO_PAIR, SMALL_PIECE, _pair_memo, merge_piece
+from .merge import NO_PAIR, SMALL_PIECE, linear_loop, _pair_memo
 from .trees import (
     F_FIRST_MB,
     F_L_AFTER_ASCII,
@@ -42,6 +42,46 @@ WORK_NEEDED = _RW + SMALL_PIECE
 MAX_REPAIRS = 8  # windows merged as bytes in one piece before it goes to the byte route whole
 _ID = np.uint64((1 << 20) - 1)
 _USABLE = F_REACH | F_MONO  # a token the proofs hold for
+
+
+@njit
+def mend_pair(buf, pos, syms, start, m, lo, tok_offsets, tok_flags, byte_ids, byte_pairs, pair_slots, rank_ids,
+              vals, memo, bloom):
+    """Replace tokens lo and lo + 1 of the route's m tokens at syms[start:] (the piece begins at
+    buf[pos]) by the byte merge of their bytes, their states (vals[_ST:]) by 4; returns how many
+    tokens they became, or -1 when their bytes are more than SMALL_PIECE or a new token is not
+    usable by the proofs. A call of its own: inlined into the route, it cost compile time in every
+    kernel of the piece loop."""
+    b0 = pos
+    for q in range(lo):
+        b0 += tok_offsets[syms[start + q] + 1] - tok_offsets[syms[start + q]]
+    nb = 0
+    for q in range(lo, lo + 2):
+        nb += tok_offsets[syms[start + q] + 1] - tok_offsets[syms[start + q]]
+    if nb > SMALL_PIECE:
+        return -1
+    # the tail moves right to make room for the window's bytes, then back behind its tokens (room:
+    # every token outside the window covers at least one byte of the piece)
+    grow = nb - 2
+    for q in range(m - 1, lo + 1, -1):
+        syms[start + q + grow] = syms[start + q]
+        vals[_ST + q + grow] = vals[_ST + q]
+    # merge.merge_piece's path for short pieces (calling merge_piece linked its long-piece merges too)
+    at = start + lo
+    for q in range(nb):
+        syms[at + q] = byte_ids[buf[b0 + q]]
+    for q in range(nb - 1):
+        vals[_RW + q] = byte_pairs[(np.int64(buf[b0 + q]) << 8) | np.int64(buf[b0 + q + 1])]
+    k = linear_loop(syms, at, nb, pair_slots, rank_ids, vals[_RW:], memo, bloom)
+    shrink = nb - k
+    for q in range(lo + 2 + grow, m + grow):
+        syms[start + q - shrink] = syms[start + q]
+        vals[_ST + q - shrink] = vals[_ST + q]
+    for q in range(lo, lo + k):
+        vals[_ST + q] = 4
+        if (np.int64(tok_flags[syms[start + q]]) & _USABLE) != _USABLE:
+            return -1
+    return k
 
 
 @njit(inline="always")
@@ -158,32 +198,11 @@ def merge_by_chars(buf, pos, n, syms, start, char_bpe, tok_flags, crank, split_l
         if repairs > MAX_REPAIRS:
             return -1
         lo = j - 1
-        hi = j + 1
-        b0 = pos
-        for q in range(lo):
-            b0 += tok_offsets[syms[start + q] + 1] - tok_offsets[syms[start + q]]
-        nb = 0
-        for q in range(lo, hi):
-            nb += tok_offsets[syms[start + q] + 1] - tok_offsets[syms[start + q]]
-        if nb > SMALL_PIECE:
+        k = mend_pair(buf, pos, syms, start, m, lo, tok_offsets, tok_flags, byte_ids, byte_pairs, pair_slots, rank_ids,
+                      vals, memo, bloom)
+        if k < 0:
             return -1
-        # the tail moves right to make room for the window's bytes, then back behind its tokens
-        # (room: every token outside the window covers at least one byte of the piece)
-        grow = nb - (hi - lo)
-        for q in range(m - 1, hi - 1, -1):
-            syms[start + q + grow] = syms[start + q]
-            vals[_ST + q + grow] = vals[_ST + q]
-        k = merge_piece(buf, b0, nb, syms, start + lo, byte_ids, byte_pairs, pair_slots, rank_ids, vals[_RW:], memo,
-                        bloom)
-        shrink = nb - k
-        for q in range(hi + grow, m + grow):
-            syms[start + q - shrink] = syms[start + q]
-            vals[_ST + q - shrink] = vals[_ST + q]
-        for q in range(lo, lo + k):
-            vals[_ST + q] = 4
-            if (np.int64(tok_flags[syms[start + q]]) & _USABLE) != _USABLE:
-                return -1
-        m += grow - shrink
+        m += k - 2
         win_lo = lo
         win_hi = lo + k
         j = max(lo, 1)  # the window's left edge next, then its right edge
