@@ -37,7 +37,7 @@ def merge_linear(syms, start, n, pair_slots, rank_ids, vals):
     for i in range(n - 1):
         vals[i] = _pair(syms[start + i], syms[start + i + 1], pair_slots, rank_ids)
     empty = np.empty(0, dtype=np.uint64)
-    return linear_loop(syms, start, n, pair_slots, rank_ids, vals, empty, empty)
+    return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, empty, empty)
 
 
 @njit(inline="always")
@@ -61,7 +61,7 @@ def _pair_memo(a, b, pair_slots, rank_ids, memo, bloom):
 
 
 @njit(inline="always")
-def linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom):
+def _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom):
     """merge_linear once vals[i] holds the packed value of pair (i, i + 1)."""
     while n > 1:
         best = NO_PAIR
@@ -89,15 +89,25 @@ def merge_piece(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank
     """Merge the bytes buf[pos:pos+n] into tokens at syms[start:]; returns how many. The first pairs
     of a short piece come from `byte_pairs` (a dense 256 x 256 table that stays in the CPU caches), the
     later ones through `memo` (see _pair_memo)."""
+    if n <= SMALL_PIECE:
+        return merge_short(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank_ids, vals, memo, bloom)
+    for k in range(n):
+        syms[start + k] = byte_ids[buf[pos + k]]
+    return merge_symbols(syms, start, n, pair_slots, rank_ids, vals)
+
+
+@njit(inline="always")
+def merge_short(buf, pos, n, syms, start, byte_ids, byte_pairs, pair_slots, rank_ids, vals, memo, bloom):
+    """merge_piece for n <= SMALL_PIECE (vals: n int64 of scratch): the linear rescan, its first
+    pairs from `byte_pairs`. Inlined, so a caller that needs only short pieces (the character
+    route's mending) does not link merge_symbols' long-piece merges."""
     for k in range(n):
         syms[start + k] = byte_ids[buf[pos + k]]
     if n <= 1:
         return n
-    if n <= SMALL_PIECE:
-        for i in range(n - 1):
-            vals[i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
-        return linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom)
-    return merge_symbols(syms, start, n, pair_slots, rank_ids, vals)
+    for i in range(n - 1):
+        vals[i] = byte_pairs[(np.int64(buf[pos + i]) << 8) | np.int64(buf[pos + i + 1])]
+    return _linear_loop(syms, start, n, pair_slots, rank_ids, vals, memo, bloom)
 
 
 @njit(cache=True)

@@ -20,7 +20,7 @@ import numpy as np
 from numba import carray
 
 from .jit import njit
-from .merge import NO_PAIR, SMALL_PIECE, linear_loop, _pair_memo
+from .merge import NO_PAIR, SMALL_PIECE, _pair_memo, merge_short
 from .trees import (
     F_FIRST_MB,
     F_L_AFTER_ASCII,
@@ -66,13 +66,8 @@ def mend_pair(buf, pos, syms, start, m, lo, tok_offsets, tok_flags, byte_ids, by
     for q in range(m - 1, lo + 1, -1):
         syms[start + q + grow] = syms[start + q]
         vals[_ST + q + grow] = vals[_ST + q]
-    # merge.merge_piece's path for short pieces (calling merge_piece linked its long-piece merges too)
-    at = start + lo
-    for q in range(nb):
-        syms[at + q] = byte_ids[buf[b0 + q]]
-    for q in range(nb - 1):
-        vals[_RW + q] = byte_pairs[(np.int64(buf[b0 + q]) << 8) | np.int64(buf[b0 + q + 1])]
-    k = linear_loop(syms, at, nb, pair_slots, rank_ids, vals[_RW:], memo, bloom)
+    # (merge_short, not merge_piece: calling merge_piece linked its long-piece merges too)
+    k = merge_short(buf, b0, nb, syms, start + lo, byte_ids, byte_pairs, pair_slots, rank_ids, vals[_RW:], memo, bloom)
     shrink = nb - k
     for q in range(lo + 2 + grow, m + grow):
         syms[start + q - shrink] = syms[start + q]
