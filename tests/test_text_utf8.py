@@ -1,5 +1,6 @@
-"""str -> UTF-8 before encoding: the Latin-1 kernel (kernels/utf8.str_utf8) against str.encode, and the
-fallbacks (wider strings, lone surrogates) that text_to_buf hands to CPython."""
+"""str -> UTF-8 before encoding: the Latin-1 kernel (kernels/utf8.str_utf8) and the rows kernel of every
+kind of str (str_utf8_rows) against str.encode, and the fallbacks (wider strings, lone surrogates)
+that text_to_buf and the batch path hand to CPython."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tltok_jit.text import KERNEL_UTF8_MIN as _KERNEL_UTF8_MIN, below_u0300, text_to_buf, text_to_utf8
-from tltok_jit.kernels.utf8 import str_utf8
+from tltok_jit.kernels.utf8 import str_utf8, str_utf8_rows
 
 latin1 = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xFF), max_size=80)
 
@@ -81,6 +82,36 @@ def test_rows_of_a_batch(ours, kind):
     want_data, want_offsets = _rows_one_by_one(texts)
     assert data.tobytes() == want_data
     assert offsets.tolist() == list(want_offsets)
+
+
+rows_text = st.lists(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=30), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=rows_text)
+def test_rows_kernel_equals_str_encode_of_each_row(texts):
+    joined = "".join(texts)
+    char_offsets = np.cumsum([0] + [len(t) for t in texts]).astype(np.int64)
+    byte_offsets = np.empty_like(char_offsets)
+    data, ok = str_utf8_rows(joined, char_offsets, byte_offsets)
+    try:
+        encoded = [t.encode("utf-8") for t in texts]
+    except UnicodeEncodeError:  # a surrogate: tiktoken's rule is the caller's, row by row
+        assert not ok
+        return
+    assert ok
+    assert data.tobytes() == b"".join(encoded)
+    assert byte_offsets.tolist() == np.cumsum([0] + [len(b) for b in encoded]).tolist()
+
+
+@pytest.mark.parametrize("s, ok", [("\xe9", True), ("日本", True), ("a\U0001F600", True), ("a\U0010FFFF\u07ff", True),
+                                   ("x\ud800y", False), ("日\udfff", False), ("\U0001F600\ud83d", False)])
+def test_rows_kernel_takes_every_kind_but_surrogates(s, ok):
+    offsets = np.array([0, len(s)], dtype=np.int64)
+    data, got = str_utf8_rows(s, offsets, offsets.copy())
+    assert got == ok
+    if ok:
+        assert data.tobytes() == s.encode("utf-8")
 
 
 def test_batch_checks_each_row_for_disallowed_specials(ours, tiktoken_oracle):

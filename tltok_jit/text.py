@@ -111,4 +111,5 @@ def load_text_kernels() -> None:
     tokenizer rather than in its first call on a long text or batch."""
     str_utf8("\xe9")
     offsets = np.zeros(2, dtype=np.int64)
-    str_utf8_rows("\xe9", offsets, offsets.copy())
+    for s in ("\xe9", "\u65e5", "\U0001f600"):  # one variant, three kinds of str
+        str_utf8_rows(s, offsets, offsets.copy())
