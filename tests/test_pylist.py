@@ -38,7 +38,9 @@ def test_values_and_reference_counts(fast, threads, monkeypatch):
     assert all(lst[i] is objs.objects[int(ids[i])] for i in range(0, len(ids), 97))  # the table's objects
     during = [sys.getrefcount(objs.objects[t]) for t in watch]
     if fast:  # immortal: the list takes no reference; freeing it gives one back per use
-        assert during == before and min(before) > pylist.IMMORTAL_BIAS // 2
+        # (small ints are counted by other code too: compiling the fill kernel on a cold cache moved 7's)
+        assert all(d == b for t, b, d in zip(watch, before, during) if t >= 257)
+        assert min(before) > pylist.IMMORTAL_BIAS // 2
     else:
         for t, b, d in zip(watch, before, during):
             if t >= 257:  # (small ints are counted by other code too)

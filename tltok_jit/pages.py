@@ -1,5 +1,5 @@
 """Small pages for the big buffers a call writes once (ids, the workers' rows), and faulting such
-pages in ahead of a copy (`populate`).
+pages in ahead of a copy or fill (`populate`, `populate_bytes`).
 
 With transparent huge pages on ("always", a common default), the first write into each 2 MB of a
 fresh buffer makes the kernel find and zero a huge page. On a 2-core Intel Xeon VM that made the
@@ -59,12 +59,17 @@ def populate(a: np.ndarray, lo: int, hi: int) -> bool:
     would, without changing a byte of them (MADV_POPULATE_WRITE). Before a big copy into fresh
     memory: one call takes the faults for ~1.2 us a page, a memmove taking them one by one ~3.5 (a
     2-core VM). The GIL is released meanwhile. False when the system cannot (nothing happened)."""
+    lo, hi = max(lo, 0), min(hi, len(a))
+    return populate_bytes(a.ctypes.data + lo * a.itemsize, (hi - lo) * a.itemsize)
+
+
+def populate_bytes(address: int, nbytes: int) -> bool:
+    """populate() of the nbytes of memory at `address` (memory the caller owns and will write)."""
     if not _populate_ok[0]:
         return False
-    lo, hi = max(lo, 0), min(hi, len(a))
     page = mmap.PAGESIZE
-    start = -(-(a.ctypes.data + lo * a.itemsize) // page) * page
-    end = (a.ctypes.data + hi * a.itemsize) // page * page
+    start = -(-address // page) * page
+    end = (address + max(nbytes, 0)) // page * page
     if end > start and _MADVISE(start, end - start, _POPULATE_WRITE) != 0:
         _populate_ok[0] = False  # refused (an older kernel): never asked again
         return False

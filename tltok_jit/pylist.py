@@ -32,6 +32,7 @@ from numba.core import types
 from numba.extending import intrinsic
 
 from .kernels.jit import CACHE
+from .pages import populate_bytes
 from .threads import on_threads
 
 _ITEMS_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # PyObject_VAR_HEAD, then PyObject **ob_item
@@ -197,6 +198,10 @@ class IntObjects:
         bounds = [n * w // workers for w in range(workers + 1)]
 
         def fill(w: int) -> None:
+            if n >= MIN_IDS_PER_WORKER:  # (a short list's items are mostly in recycled, resident memory)
+                # the faults in one call (pages.populate): the first list of 750k ids in a process,
+                # one thread, 4.3-5.8 ms -> 3.3-4.2 ms (medians 4.6 / 3.5 of 8 processes)
+                populate_bytes(items + 8 * bounds[w], 8 * (bounds[w + 1] - bounds[w]))
             _fill(items, ids, bounds[w], bounds[w + 1], self.addrs)
 
         try:
