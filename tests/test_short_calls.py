@@ -137,6 +137,35 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
     assert enc.encode_ordinary(late, num_threads=2) == oracle.encode_ordinary(late)
 
 
+@pytest.mark.parametrize("name", ["r50k_base", "o200k_base"])
+def test_latin1_text_is_split_in_characters(name, ours, tiktoken_oracle, monkeypatch):
+    """A long Latin-1 text is cut in character space and each part converted by its worker; the ids
+    are tiktoken's for any thread count, accents and cuts next to them included."""
+    import tltok_jit.encoding as E
+
+    enc, oracle = ours(name), tiktoken_oracle(name)
+    rng = np.random.default_rng(3)
+    words = ["café", "naïve", "Zoë's", "don't", "\xa0", "1999", "über", "señor", "ÿ", "façade,", "\n", "\n\n", "  "]
+    text = " ".join(rng.choice(words, 260_000).tolist())  # ~1.8 MB of UTF-8, ~1.6 M characters
+    assert not text.isascii() and max(text) < "\u0100" and len(text) >= 1 << 20
+    parts = []
+    real = E.str_utf8_into
+
+    def spy(s, lo, hi, out):
+        parts.append((lo, hi))
+        return real(s, lo, hi, out)
+
+    monkeypatch.setattr(E, "str_utf8_into", spy)
+    expected = oracle.encode(text + " <|endoftext|>", allowed_special="all")
+    for threads in (2, 3):
+        parts.clear()
+        assert enc.encode(text + " <|endoftext|>", allowed_special="all", num_threads=threads) == expected
+        assert sorted(parts) == parts and len(parts) == resolve_threads(threads)  # each worker converted its part
+        assert parts[0][0] == 0 and parts[-1][1] == len(text) + 14 and all(
+            a[1] == b[0] for a, b in zip(parts, parts[1:]))
+    assert enc.encode(text + " <|endoftext|>", allowed_special="all", num_threads=1) == expected
+
+
 def _call_handle_parts(enc):
     """(handle, its 64-id scratch, merge scratch row, read-only all-False mask, UTF-8 scratch) of
     this thread's serial state, for call_handle_of."""

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tltok_jit.text import KERNEL_UTF8_MIN as _KERNEL_UTF8_MIN, below_u0300, text_to_buf, text_to_utf8
-from tltok_jit.kernels.utf8 import str_utf8, str_utf8_rows
+from tltok_jit.kernels.utf8 import str_kind, str_utf8, str_utf8_into, str_utf8_len, str_utf8_rows
 
 latin1 = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xFF), max_size=80)
 
@@ -112,6 +112,26 @@ def test_rows_kernel_takes_every_kind_but_surrogates(s, ok):
     assert got == ok
     if ok:
         assert data.tobytes() == s.encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(s=st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=40), data=st.data())
+def test_parts_of_a_str(s, data):
+    """str_utf8_len and str_utf8_into of any part s[lo:hi], every kind of str, against str.encode."""
+    lo = data.draw(st.integers(0, len(s)))
+    hi = data.draw(st.integers(lo, len(s)))
+    part = s[lo:hi]
+    assert str_kind(s) == (1 if max(s, default="\0") < "\u0100" else 2 if max(s) < "\U00010000" else 4)
+    n = str_utf8_len(s, lo, hi)
+    assert n == len(part.encode("utf-8", "replace"))  # (a surrogate: the three bytes of U+FFFD)
+    out = np.full(n + 3, 0xAA, dtype=np.uint8)
+    ok = str_utf8_into(s, lo, hi, out)
+    try:
+        want = part.encode("utf-8")
+    except UnicodeEncodeError:
+        assert not ok
+        return
+    assert ok and out[:n].tobytes() == want and out[n:].tolist() == [0xAA] * 3  # nothing past the part
 
 
 def test_batch_checks_each_row_for_disallowed_specials(ours, tiktoken_oracle):

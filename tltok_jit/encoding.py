@@ -24,7 +24,7 @@ from .kernels.cache import new_cache
 from .kernels.column_cuts import all_cuts
 from .kernels.pyargs import release_slot, take_slot
 from .kernels.scan import load_scanner
-from .kernels.utf8 import str_utf8_rows
+from .kernels.utf8 import str_kind, str_utf8_into, str_utf8_len, str_utf8_rows
 from .model import ModelDescription
 from .pages import populate, small_pages
 from .pandas_io import is_pandas_series
@@ -34,7 +34,7 @@ from .recipe import abspath, cached
 from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
 from .tables import compile_model, pattern_kind, table_config
 from .text import (KERNEL_UTF8_MIN, ascii_view, load_text_kernels, no_lone_surrogates, read_only,  # noqa: F401
-                   text_to_buf, text_to_utf8)
+                   read_only_view, text_to_buf, text_to_utf8)
 from .threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads, workers_for
 
 
@@ -80,6 +80,21 @@ def _ids_unless_in(first: str, held_ids, text: str):
 def _count_unless_in(first: str, held_count, text: str) -> int:
     """Encoding._held_default_count likewise."""
     return held_count(text) if first not in text else -1
+
+
+def _packed(out: np.ndarray, base: list[int], fills: list[int]) -> np.ndarray:
+    """The workers' ids, written at out[base[w]:base[w] + fills[w]] (base increasing, each region
+    past the ids before it), moved down in place to follow one another; `out` shrunk to them."""
+    n = fills[0]
+    for w in range(1, len(base)):
+        if fills[w] and n != base[w]:  # n <= base[w]: memmove, overlapping or not
+            # (the pages below base[w] are fresh: faulted in by one madvise, then copied, 0.45 + 0.13 ms
+            # for 1.5 MB; memmove taking the faults itself: 1.3-1.8)
+            populate(out, n, n + fills[w])
+            ctypes.memmove(out.ctypes.data + 4 * n, out.ctypes.data + 4 * base[w], 4 * fills[w])
+        n += fills[w]
+    out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
+    return out
 
 
 def _held_decode_not_ready(tokens):
@@ -732,8 +747,14 @@ class Encoding:
         # a cut never falls inside an allowed token (the others are plain text or refused already)
         rule_nl = not any("\n" in t[:-1] for t in allowed)
         rule_sp = not any(" " in t[1:] for t in allowed)
-        # ASCII: the str's own characters (its copy took ~5% of the call); else the UTF-8 kernel
-        # (CPython's encoder took 5 of 30 ms here). `data` does not outlive this call.
+        if not text.isascii() and str_kind(text) == 1:  # Latin-1 (European prose)
+            if len(text) < _SPLIT_MIN and str_utf8_len(text, 0, len(text)) < _SPLIT_MIN:
+                return None
+            ids = self._encode_split_chars(text, threads, rule_nl, rule_sp, amask, any_allowed)
+            if ids is not None:
+                return ids
+        # ASCII: the str's own characters (its copy took ~5% of the call); else the UTF-8 kernel or
+        # CPython's encoder (text_to_buf). `data` does not outlive this call.
         data = ascii_view(text) if text.isascii() else text_to_buf(text)
         if len(data) < _SPLIT_MIN:
             return None
@@ -759,6 +780,74 @@ class Encoding:
         offsets = np.array(cuts + [len(data)], dtype=np.int64)
         ids, _ = self.encode_rows(data, offsets, num_threads=len(cuts), amask=amask, any_allowed=any_allowed)
         return ids
+
+    def _char_cut(self, text: str, target: int, rule_nl: bool, rule_sp: bool) -> int | None:
+        """_encode_split's cut search in character space: the first cut (arrow.find_cuts' rules) at or
+        after character `target`, found in the UTF-8 of windows of the text; None if there is none
+        within _CUT_SEARCH characters, or a window holds a surrogate."""
+        T = self._t
+        n = len(text)
+        for lo in range(target - _CUT_BACK, min(target + _CUT_SEARCH, n), _CUT_WINDOW):
+            hi = min(lo + _CUT_WINDOW + 4, n)
+            try:
+                window = np.frombuffer(text[lo:hi].encode("utf-8"), dtype=np.uint8)
+            except UnicodeEncodeError:
+                return None
+            # from byte _CUT_BACK on (at least as many characters) a window's cuts are the text's, as in
+            # _encode_split; and one whole character after the cut is in the window
+            for c in all_cuts(window, 0, len(window), T.stage1, T.stage2, rule_nl, rule_sp).tolist():
+                if _CUT_BACK <= c <= len(window) - 4:
+                    return lo + int(np.count_nonzero((window[:c] & 0xC0) != 0x80))  # characters before c
+        return None
+
+    def _encode_split_chars(self, text: str, threads: int, rule_nl: bool, rule_sp: bool, amask: np.ndarray,
+                            any_allowed: bool) -> np.ndarray | None:
+        """_encode_split of a Latin-1 text, cut in character space: each worker converts its own part to
+        UTF-8 (str_utf8_into) before it encodes it, so only a count of the bytes (str_utf8_len, ~0.1
+        ms a part) comes before them, not the whole conversion (0.6-1.0 ms of 3.2 MB of European
+        prose). (Wider strings: converting 1.9 MB of Chinese on two workers took 1.1 ms each, CPython's
+        encoder 0.85-1.0 on one, so those take the byte route.) None when no cut is found (the caller
+        then takes the byte route); a surrogate cannot occur in a Latin-1 str."""
+        n = len(text)
+        cuts = [0]
+        for k in range(1, threads):
+            cut = self._char_cut(text, max(k * n // threads, cuts[-1] + _CUT_BACK), rule_nl, rule_sp)
+            if cut is None or cut >= n:
+                break
+            cuts.append(cut)
+        if len(cuts) < 2:
+            return None
+        cuts.append(n)
+        parts = len(cuts) - 1
+        offsets = np.zeros(parts + 1, dtype=np.int64)
+        for w in range(parts):
+            offsets[w + 1] = offsets[w] + str_utf8_len(text, cuts[w], cuts[w + 1])
+        total = int(offsets[-1])
+        # allocated here, where the freed buffers of earlier calls are (a worker thread's fresh memory
+        # took ~3 us a page to fault in)
+        data = np.empty(total, dtype=np.uint8)
+        data_ro = read_only_view(data)  # (the kernels' one variant reads a read-only buffer)
+        out = small_pages(np.empty(max(total, 1), dtype=np.uint32))  # ids <= bytes, as in encode_rows
+        base = offsets[:-1].tolist()
+        valid = np.ones(parts, dtype=np.uint8)
+        counts = np.empty(parts, dtype=np.int64)
+        fills = [0] * parts
+        declined = [False]
+        T = self._t
+
+        def work_on(w: int) -> None:
+            if not str_utf8_into(text, cuts[w], cuts[w + 1], data[base[w]:]):
+                declined[0] = True
+                return
+            fills[w] = K.encode_chunk(data_ro, offsets, valid, 0, w, w + 1, T, amask, any_allowed, out[base[w]:],
+                                      counts, cache, w, work[w])
+
+        with PARALLEL_LOCK:
+            cache, work = self._parallel(parts)
+            on_threads(parts, work_on)
+        if declined[0]:
+            return None
+        return _packed(out, base, fills)
 
     def encode(self, text: str, *, allowed_special: AllowedSpecial = _NOTHING_ALLOWED,
                disallowed_special: DisallowedSpecial = "all", add_special_tokens: bool = False,
@@ -969,6 +1058,7 @@ class Encoding:
             cache, work = self._serial_state()
             n = K.encode_chunk(data, offsets, valid, 0, 0, n_rows, self._t, amask, any_allowed, out, counts,
                                cache, 0, work[0])
+            out = _packed(out, [0], [n])
         else:
             bounds = balanced_bounds(offsets, threads)  # byte-balanced contiguous chunks, one per worker
             # each worker writes where its bytes start (ids <= bytes: the regions do not overlap), then
@@ -984,17 +1074,9 @@ class Encoding:
             with PARALLEL_LOCK:
                 cache, work = self._parallel(threads)
                 on_threads(threads, work_on)
-            n = fills[0]
-            for w in range(1, threads):
-                if fills[w] and n != base[w]:  # n <= base[w]: memmove, overlapping or not
-                    # (the pages below base[w] are fresh: faulted in by one madvise, then copied, 0.45 +
-                    # 0.13 ms for 1.5 MB; memmove taking the faults itself: 1.3-1.8)
-                    populate(out, n, n + fills[w])
-                    ctypes.memmove(out.ctypes.data + 4 * n, out.ctypes.data + 4 * base[w], 4 * fills[w])
-                n += fills[w]
+            out = _packed(out, base, fills)
         new_offsets = np.zeros(n_rows + 1, dtype=np.int64)
         np.cumsum(counts, out=new_offsets[1:])
-        out.resize(n, refcheck=False)  # shrinks in place; untouched pages were never committed
         return out, new_offsets
 
     def _encode_text_rows(self, texts: Sequence[str], data: np.ndarray, offsets: np.ndarray, num_threads: int,

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from .kernels.utf8 import str_utf8, str_utf8_rows
+from .kernels.utf8 import str_kind, str_utf8, str_utf8_into, str_utf8_len, str_utf8_rows
 
 KERNEL_UTF8_MIN = 1 << 14  # below this, calling a kernel costs more than it saves
 
@@ -108,8 +108,11 @@ def text_to_buf(text: str) -> np.ndarray:
 @functools.cache
 def load_text_kernels() -> None:
     """Load (first time: compile) the str -> UTF-8 kernels, so a process pays for it when it loads a
-    tokenizer rather than in its first call on a long text or batch."""
+    tokenizer rather than in its first call on a long text or batch (the parts of a split text:
+    str_utf8_len, str_utf8_into)."""
     str_utf8("\xe9")
     offsets = np.zeros(2, dtype=np.int64)
     for s in ("\xe9", "\u65e5", "\U0001f600"):  # one variant, three kinds of str
         str_utf8_rows(s, offsets, offsets.copy())
+        str_utf8_into(s, 0, 1, np.empty(str_utf8_len(s, 0, 1), dtype=np.uint8))
+        str_kind(s)

@@ -205,11 +205,10 @@ def _high_bytes(p, i, e):
 
 
 @njit(inline="always")
-def _latin1_to_utf8(p, n, out):
-    """Write the UTF-8 of the n Latin-1 bytes at p to out (n + _high_bytes(p, 0, n) bytes)."""
+def _latin1_to_utf8(p, n, out, i=0):
+    """Write the UTF-8 of the Latin-1 bytes p[i:n] to out (n - i + _high_bytes(p, i, n) bytes)."""
     op = data_ptr(out)
     j = 0
-    i = 0
     while i < n:
         if i + 8 <= n:
             x = load_u64(p, i)
@@ -313,3 +312,43 @@ def str_utf8_rows(s, char_offsets, byte_offsets):
     out = np.empty(n + high + _high_bytes(p, i, n), dtype=np.uint8)
     _latin1_to_utf8(p, n, out)
     return out, True
+
+
+@njit(inline="always")
+def _wide_len(p, lo, hi):
+    """UTF-8 bytes of the code points p[lo:hi] (a surrogate counted as the three of U+FFFD)."""
+    m = np_int(hi - lo)
+    for k in range(lo, hi):
+        c = np_int(p[k])
+        m += np_int(c >= 0x80) + np_int(c >= 0x800) + np_int(c >= 0x10000)
+    return m
+
+
+@njit
+def str_kind(s):
+    """The PEP 393 kind of `s`: 1, 2 or 4 bytes a character."""
+    return s._kind
+
+
+@njit
+def str_utf8_len(s, lo, hi):
+    """The length of the UTF-8 of s[lo:hi], 0 <= lo <= hi <= len(s) (a surrogate counted as the three
+    bytes of U+FFFD, whatever it becomes: see str_utf8_into)."""
+    if s._kind == 1:
+        return hi - lo + _high_bytes(_data8(s), lo, hi)
+    if s._kind == 2:
+        return _wide_len(_data16(s), lo, hi)
+    return _wide_len(_data32(s), lo, hi)
+
+
+@njit
+def str_utf8_into(s, lo, hi, out):
+    """Write the UTF-8 of s[lo:hi] to out (str_utf8_len(s, lo, hi) bytes); False, with out partly
+    written, when that part holds a surrogate code point (tiktoken's rule for those, via UTF-16, is
+    the caller's). The parts of one long text are converted on the cores that encode them."""
+    if s._kind == 1:
+        _latin1_to_utf8(_data8(s), hi, out, lo)
+        return True
+    if s._kind == 2:
+        return _wide_to_utf8(_data16(s), lo, hi, out, 0) >= 0
+    return _wide_to_utf8(_data32(s), lo, hi, out, 0) >= 0
