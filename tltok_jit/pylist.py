@@ -198,10 +198,11 @@ class IntObjects:
         bounds = [n * w // workers for w in range(workers + 1)]
 
         def fill(w: int) -> None:
-            if n >= MIN_IDS_PER_WORKER:  # (a short list's items are mostly in recycled, resident memory)
+            if workers == 1 and n >= MIN_IDS_PER_WORKER:  # (a short list's items are mostly resident)
                 # the faults in one call (pages.populate): the first list of 750k ids in a process,
-                # one thread, 4.3-5.8 ms -> 3.3-4.2 ms (medians 4.6 / 3.5 of 8 processes)
-                populate_bytes(items + 8 * bounds[w], 8 * (bounds[w + 1] - bounds[w]))
+                # 4.3-4.9 ms -> 3.4-4.4 (medians 4.6 / 3.9 of 8 processes); not on two threads, where
+                # the two calls at once made it slower (medians 3.3 -> 3.6 ms)
+                populate_bytes(items, 8 * n)
             _fill(items, ids, bounds[w], bounds[w + 1], self.addrs)
 
         try:
