@@ -164,6 +164,15 @@ def test_latin1_text_is_split_in_characters(name, ours, tiktoken_oracle, monkeyp
         assert parts[0][0] == 0 and parts[-1][1] == len(text) + 14 and all(
             a[1] == b[0] for a, b in zip(parts, parts[1:]))
     assert enc.encode(text + " <|endoftext|>", allowed_special="all", num_threads=1) == expected
+    # the size is counted in UTF-8 bytes here too: under 2**20 characters, over 2**20 bytes
+    dense = " ".join(rng.choice(["éèê", "ñü", "çà", "ÿ ø", "\n"], 300_000).tolist())
+    assert len(dense) < 1 << 20 <= len(dense.encode())
+    parts.clear()
+    assert enc.encode_ordinary(dense, num_threads=2) == oracle.encode_ordinary(dense)
+    assert len(parts) == resolve_threads(2)
+    parts.clear()
+    short = dense[: len(dense) // 3]  # under 2**20 bytes: one thread, no parts
+    assert enc.encode_ordinary(short, num_threads=2) == oracle.encode_ordinary(short) and parts == []
 
 
 def _call_handle_parts(enc):
