@@ -97,6 +97,18 @@ def _packed(out: np.ndarray, base: list[int], fills: list[int]) -> np.ndarray:
     return out
 
 
+def _part_cuts(n: int, threads: int, cut_at) -> list[int]:
+    """[0, cut, ...]: the cut cut_at(target) after each of threads - 1 equal shares of n positions (and
+    _CUT_BACK past the cut before), up to the first share without one (None, or a cut at n or past)."""
+    cuts = [0]
+    for k in range(1, threads):
+        cut = cut_at(max(k * n // threads, cuts[-1] + _CUT_BACK))
+        if cut is None or cut >= n:
+            break
+        cuts.append(cut)
+    return cuts
+
+
 def _held_decode_not_ready(tokens):
     """Encoding._held_text and _held_bytes until the decode call handle is made (or where there is
     none: pyints' layout check failed, or a decoder chain): the checked path's answer."""
@@ -758,46 +770,49 @@ class Encoding:
         data = ascii_view(text) if text.isascii() else text_to_buf(text)
         if len(data) < _SPLIT_MIN:
             return None
-        cuts = [0]
-        for k in range(1, threads):
-            target = max(k * len(data) // threads, cuts[-1] + _CUT_BACK)
-            cut = None
-            for lo in range(target - _CUT_BACK, min(target + _CUT_SEARCH, len(data)), _CUT_WINDOW):
-                # a window's cuts from byte _CUT_BACK on are cuts of the whole text: the rules read the
-                # character ending at the position and the one after it, at most 5 bytes back
-                # (the kernel of arrow.find_cuts, called here: importing arrow, and pyarrow with it,
-                # was half of a first long call)
-                found = [c for c in all_cuts(data, lo, min(lo + _CUT_WINDOW + 4, len(data)), T.stage1, T.stage2,
-                                             rule_nl, rule_sp).tolist() if lo + _CUT_BACK <= c <= lo + _CUT_WINDOW]
-                if found:
-                    cut = found[0]
-                    break
-            if cut is None or cut >= len(data):
-                break
-            cuts.append(cut)
+        cuts = _part_cuts(len(data), threads, lambda target: self._byte_cut(data, target, rule_nl, rule_sp))
         if len(cuts) < 2:
             return None
         offsets = np.array(cuts + [len(data)], dtype=np.int64)
         ids, _ = self.encode_rows(data, offsets, num_threads=len(cuts), amask=amask, any_allowed=any_allowed)
         return ids
 
-    def _char_cut(self, text: str, target: int, rule_nl: bool, rule_sp: bool) -> int | None:
-        """_encode_split's cut search in character space: the first cut (arrow.find_cuts' rules) at or
-        after character `target`, found in the UTF-8 of windows of the text; None if there is none
-        within _CUT_SEARCH characters, or a window holds a surrogate."""
+    def _window_cut(self, buf: np.ndarray, lo: int, hi: int, first: int, last: int, rule_nl: bool,
+                    rule_sp: bool) -> int | None:
+        """The first cut (arrow.find_cuts' rules) c of the window buf[lo:hi] with first <= c <= last,
+        or None. (The kernel of arrow.find_cuts, called here: importing arrow, and pyarrow with it,
+        was half of a first long call.)"""
         T = self._t
+        for c in all_cuts(buf, lo, hi, T.stage1, T.stage2, rule_nl, rule_sp).tolist():
+            if first <= c <= last:
+                return c
+        return None
+
+    def _byte_cut(self, data: np.ndarray, target: int, rule_nl: bool, rule_sp: bool) -> int | None:
+        """_encode_split's cut search: the first cut at or after byte `target` of the UTF-8 `data`, within
+        _CUT_SEARCH bytes, or None. A window's cuts from byte _CUT_BACK on are cuts of the whole text:
+        the rules read the character ending at the position and the one after it, at most 5 bytes back."""
+        for lo in range(target - _CUT_BACK, min(target + _CUT_SEARCH, len(data)), _CUT_WINDOW):
+            cut = self._window_cut(data, lo, min(lo + _CUT_WINDOW + 4, len(data)), lo + _CUT_BACK, lo + _CUT_WINDOW,
+                                   rule_nl, rule_sp)
+            if cut is not None:
+                return cut
+        return None
+
+    def _char_cut(self, text: str, target: int, rule_nl: bool, rule_sp: bool) -> int | None:
+        """_byte_cut in character space: the first cut at or after character `target`, found in the
+        UTF-8 of windows of the text; None if there is none within _CUT_SEARCH characters, or a
+        window holds a surrogate."""
         n = len(text)
         for lo in range(target - _CUT_BACK, min(target + _CUT_SEARCH, n), _CUT_WINDOW):
-            hi = min(lo + _CUT_WINDOW + 4, n)
             try:
-                window = np.frombuffer(text[lo:hi].encode("utf-8"), dtype=np.uint8)
+                window = np.frombuffer(text[lo:min(lo + _CUT_WINDOW + 4, n)].encode("utf-8"), dtype=np.uint8)
             except UnicodeEncodeError:
                 return None
-            # from byte _CUT_BACK on (at least as many characters) a window's cuts are the text's, as in
-            # _encode_split; and one whole character after the cut is in the window
-            for c in all_cuts(window, 0, len(window), T.stage1, T.stage2, rule_nl, rule_sp).tolist():
-                if _CUT_BACK <= c <= len(window) - 4:
-                    return lo + int(np.count_nonzero((window[:c] & 0xC0) != 0x80))  # characters before c
+            # from byte _CUT_BACK on (at least as many characters), and one whole character after it
+            c = self._window_cut(window, 0, len(window), _CUT_BACK, len(window) - 4, rule_nl, rule_sp)
+            if c is not None:
+                return lo + int(np.count_nonzero((window[:c] & 0xC0) != 0x80))  # characters before c
         return None
 
     def _encode_split_chars(self, text: str, threads: int, rule_nl: bool, rule_sp: bool, amask: np.ndarray,
@@ -809,12 +824,7 @@ class Encoding:
         encoder 0.85-1.0 on one, so those take the byte route.) None when no cut is found (the caller
         then takes the byte route); a surrogate cannot occur in a Latin-1 str."""
         n = len(text)
-        cuts = [0]
-        for k in range(1, threads):
-            cut = self._char_cut(text, max(k * n // threads, cuts[-1] + _CUT_BACK), rule_nl, rule_sp)
-            if cut is None or cut >= n:
-                break
-            cuts.append(cut)
+        cuts = _part_cuts(n, threads, lambda target: self._char_cut(text, target, rule_nl, rule_sp))
         if len(cuts) < 2:
             return None
         cuts.append(n)
