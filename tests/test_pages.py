@@ -1,4 +1,5 @@
-"""pages.small_pages: the advice reaches the kernel, and never changes what an array holds."""
+"""pages.small_pages: the advice reaches the kernel, and never changes what an array holds; populate and
+id_buffer commit the pages they say, and only those."""
 
 from __future__ import annotations
 
@@ -55,6 +56,19 @@ def test_populate_keeps_contents_and_commits_the_pages():
     rss = _rss_kb(a)
     assert rss >= (hi - lo) * 4 // 1024 - 8
     assert pages.populate(a, 0, 0) and pages.populate(a, -10, len(a) + 10)  # empty / clipped ranges
+
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+def test_id_buffer_commits_the_front_one_thread_fills():
+    n = 8 << 20  # bytes of text: a 32 MB buffer (its own mapping), of which n // 4 ids = 8 MB are faulted in
+    a = pages.id_buffer(n)
+    assert a.dtype == np.uint32 and len(a) == n
+    if not pages.populate(a, 0, 0):
+        pytest.skip("this system refuses MADV_POPULATE_WRITE (Linux < 5.14)")
+    rss = _rss_kb(a)
+    assert n // 1024 - 8 <= rss < 2 * n // 1024
+    assert len(pages.id_buffer(0)) == 1 and len(pages.id_buffer(1000)) == 1000  # (too small to populate)
 
 
 def _rss_kb(a: np.ndarray) -> int:

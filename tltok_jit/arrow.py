@@ -63,7 +63,7 @@ from .kernels import columns as KC
 from .kernels import columns_decode as KD
 from .kernels.column_cuts import all_cuts
 from .kernels.columns import LAYOUT_OFFSETS, LAYOUT_VIEWS
-from .pages import small_pages
+from .pages import id_buffer, small_pages
 from .special_policy import SpecialPolicy
 from .tables import pattern_kind
 from .text import read_only_view
@@ -514,7 +514,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     elif threads == 1 or nb == 1:
         cache, work = enc.facade.serial_workspace()
         # one worker writes the blocks in order: its row becomes the result, packed in place
-        row = small_pages(np.empty(row_cap, dtype=np.uint32))
+        row = id_buffer(row_cap)
         wout = row.reshape(1, row_cap)
         KC.drive(0, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), src.bufs, T, cache,
                  job(work, st.serial_scratch(), wout), True)

@@ -26,7 +26,7 @@ from .kernels.pyargs import release_slot, take_slot
 from .kernels.scan import load_scanner
 from .kernels.utf8 import str_kind, str_utf8_into, str_utf8_len, str_utf8_rows
 from .model import ModelDescription
-from .pages import populate, small_pages
+from .pages import id_buffer, populate, small_pages
 from .pandas_io import is_pandas_series
 from .pipeline_kernels import KernelPipeline
 from .pylist import IntObjects, int_objects
@@ -695,7 +695,7 @@ class Encoding:
         return self._encode_buf(ascii_view(text), amask, any_allowed)
 
     def _encode_buf(self, buf: np.ndarray, amask: np.ndarray, any_allowed: bool) -> np.ndarray:
-        out = small_pages(np.empty(len(buf), dtype=np.uint32))
+        out = id_buffer(len(buf))
         h, vals = self._serial_handle()[:2]
         args = (buf, h, amask, any_allowed, out, vals)
         entry = _ENCODE_AT_ENTRY[0]
@@ -1061,9 +1061,9 @@ class Encoding:
         total = int(offsets[-1] - offsets[0]) if n_rows else 0
         # ids are written densely (each worker's rows one after another): only the pages they fill
         # are committed, and worker 0's are already in place
-        out = small_pages(np.empty(max(total, 1), dtype=np.uint32))
         counts = np.empty(n_rows, dtype=np.int64)
         threads = workers_for(max(1, min(resolve_threads(num_threads), n_rows)), total)
+        out = id_buffer(total) if threads == 1 else small_pages(np.empty(max(total, 1), dtype=np.uint32))
         if threads == 1:
             cache, work = self._serial_state()
             n = K.encode_chunk(data, offsets, valid, 0, 0, n_rows, self._t, amask, any_allowed, out, counts,
