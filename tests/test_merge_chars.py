@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from tltok_jit.kernels.merge_chars import CHAR_PIECE, WORK_NEEDED, merge_by_chars
+from tltok_jit.kernels.merge_chars import CHAR_PIECE, WORK_NEEDED, compat_memo, merge_by_chars
 from tltok_jit.kernels.hashing import pair_lookup
 from tltok_jit.kernels.merge import merge_symbols
 from tltok_jit.kernels.trees import (F_FIRST_MB, F_L_AFTER_ASCII, F_L_AFTER_MB, F_LAST_MB, F_R_BEFORE_ASCII,
-                                     F_R_BEFORE_MB, F_REACH, merges_to_pair)
+                                     F_MONO, F_R_BEFORE_MB, F_REACH, compat_fast, merges_to_pair)
 from tltok_jit.model import ModelDescription
 from tltok_jit.patterns import R50K_PATTERN
 from tltok_jit.tables import TREES_MONOTONE, TREES_SAME, compile_model, table_config
@@ -81,14 +81,43 @@ def straddling(model: ModelDescription) -> int:
     return n
 
 
-def by_chars(T, data: bytes):
+# one compatibility memo per toy model, kept across examples (hits, and slots that other pairs
+# took) and small (8 words: collisions); an answer of another vocabulary would be wrong
+_CMEMOS = {s: np.zeros(8, dtype=np.uint64) for s in _MODELS}
+
+
+def by_chars(T, data: bytes, cmemo=None):
     buf = np.frombuffer(b"xyz" + data, dtype=np.uint8)  # a non-zero byte offset
     syms = np.full(len(data) + 4, 7, dtype=np.uint32)
     work = np.zeros(max(WORK_NEEDED, 16), dtype=np.int64)
     memo = np.full(64, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
+    cmemo = np.zeros(0, dtype=np.uint64) if cmemo is None else cmemo
     m = merge_by_chars(buf, 3, len(data), syms, 1, T.char_bpe, T.tok_flags, T.crank, T.split_l, T.split_r,
-                       T.pair_slots, T.rank_ids, T.pair_bloom, work, memo, T.tok_offsets, T.byte_ids, T.byte_pairs)
+                       T.pair_slots, T.rank_ids, T.pair_bloom, work, memo, cmemo, T.tok_offsets, T.byte_ids,
+                       T.byte_pairs)
     return None if m < 0 else syms[1:1 + m].tolist()
+
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compat_memo_answers_as_compat_fast(seed):
+    T = _TABLES[seed]
+    usable = np.flatnonzero((T.tok_flags & (F_REACH | F_MONO)) == (F_REACH | F_MONO))
+    rng = np.random.default_rng(seed)
+    pairs = rng.choice(usable, size=(3000, 2)).tolist()
+    ok = set(usable.tolist())
+    pairs += [[a, b] for a, b in pair_dict(_MODELS[seed]) if a in ok and b in ok][:500]  # merge pairs: False
+    pairs += pairs[:500]  # asked again: hits where no other pair took the slot since
+    cmemo = np.zeros(64, dtype=np.uint64)  # 64 slots: collisions
+    args = (T.pair_slots, T.rank_ids, T.crank, T.split_l, T.split_r, T.pair_bloom)
+    answers = Counter()
+    for a, b in pairs:
+        want = compat_fast(a, b, *args)
+        assert compat_memo(a, b, *args, cmemo) == want
+        assert compat_memo(a, b, *args, cmemo) == want  # the second time from the memo
+        answers[want] += 1
+    assert answers[True] > 100 and answers[False] > 100  # both answers are cached and read back
+    assert compat_memo(0, 0, *args, np.zeros(0, dtype=np.uint64)) == compat_fast(0, 0, *args)  # no memo
 
 
 def test_toy_vocabularies_are_hard_enough():
@@ -104,6 +133,7 @@ def test_char_route_equals_naive_merge(seed, text):
     data = text.encode()
     want = naive_merge([model.vocab[bytes([c])] for c in data], pair_dict(model))
     got = by_chars(T, data)
+    assert by_chars(T, data, _CMEMOS[seed]) == got  # the memo's answers are compat_fast's
     if "😀" in text:
         assert got is None  # 4-byte characters are not in the table: the byte route
     elif got is not None:

@@ -29,7 +29,9 @@ MAX_KEY = 128
 SHORT_SLOTS = 1 << 16
 SHORT_IDS = 10
 BYTE_RUN = 0xFF  # the id count of a short entry whose ids are its bytes' own (byte_ids)
-PAIR_MEMO = 1 << 14  # 256 KB per worker
+PAIR_MEMO = 1 << 14  # entries of the merge-table memo: 256 KB per worker
+PAIR_WORDS = 2 * PAIR_MEMO
+COMPAT_MEMO = 1 << 17  # entries of the character route's compatibility memo: 1 MB per worker
 
 
 class PieceCache(NamedTuple):
@@ -39,7 +41,9 @@ class PieceCache(NamedTuple):
     vals: np.ndarray  # uint32[W, VAL_ARENA]
     state: np.ndarray  # int64[W, 4]: entries, key bytes used, values used, clears
     short: np.ndarray  # uint64[W, 8 * SHORT_SLOTS]: k0, k1, n << 32 | count, 5 words of 2 ids
-    pairs: np.ndarray  # uint64[W, 2 * PAIR_MEMO]: recent merge-table answers, key (all ones = empty), value
+    # uint64[W, PAIR_WORDS + COMPAT_MEMO]: recent merge-table answers (key, all ones = empty; value), then
+    # recent answers of the character route's pair proofs (merge_chars.compat_memo: one word each)
+    pairs: np.ndarray
 
 
 def new_cache(workers: int) -> PieceCache:
@@ -50,8 +54,15 @@ def new_cache(workers: int) -> PieceCache:
         np.zeros((workers, VAL_ARENA), dtype=np.uint32),
         np.zeros((workers, 4), dtype=np.int64),
         aligned_zeros(workers * 8 * SHORT_SLOTS, np.uint64).reshape(workers, 8 * SHORT_SLOTS),
-        np.full((workers, 2 * PAIR_MEMO), np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64),
+        _pair_memos(workers),
     )
+
+
+def _pair_memos(workers: int) -> np.ndarray:
+    # zeros (empty for the compatibility memo) are fresh pages nobody touches before they are used
+    memo = np.zeros((workers, PAIR_WORDS + COMPAT_MEMO), dtype=np.uint64)
+    memo[:, :PAIR_WORDS] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    return memo
 
 
 @njit(inline="always")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import uint64
 
-from .cache import cache_get, cache_get_call, cache_put, short_get, short_has, short_put, short_slot
+from .cache import PAIR_WORDS, cache_get, cache_get_call, cache_put, short_get, short_has, short_put, short_slot
 from .handle_layout import HANDLE_LEN, cache_of, handle_in, tables_of
 from .hashing import SHORT, SHORT_WORDS, hash_bytes, pack_short_at, short_hash, short_lookup, slot_of, vocab_lookup
 from .jit import borrow, njit, prefetch, stack_array, trailing_zeros
@@ -127,9 +127,10 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
     blp = data_ptr(T.pair_bloom)
     wkp = data_ptr(work)
     cpp = data_ptr(c_pairs)
+    cmp = data_ptr(c_pairs[PAIR_WORDS:])
     # the merge table answers in one probe when ids are ranks; a memo in front of it then costs more
     # than it saves
-    memo = c_pairs[:0] if len(rank_ids) == 0 else c_pairs
+    memo = c_pairs[:0] if len(rank_ids) == 0 else c_pairs[:PAIR_WORDS]
     bloom = borrow(T.pair_bloom)
     sv_mask = (len(short_vocab) // SHORT_WORDS) - 1
     w_end = stack_array(WINDOW, np.int64)
@@ -295,7 +296,8 @@ def encode_ordinary_spans(buf, spans, n_spans, h, out, w, work):
                         long_h = h
                     m = merge_by_chars_at(bp, len(buf), pos, n, outp, len(out), op, cbp, tfp, crp, slp, srp, n_vocab,
                                           psp, len(pair_slots), rip, len(rank_ids), blp, len(T.pair_bloom), wkp,
-                                          len(work), cpp, len(c_pairs), top, bip, bpp)
+                                          len(work), cpp, PAIR_WORDS, cmp, len(c_pairs) - PAIR_WORDS,
+                                          top, bip, bpp)
                     if m >= 0:
                         if m > 1 and ignore_merges and _maybe_unreachable(buf, pos, n, unreach_filter):
                             if short:
