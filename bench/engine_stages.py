@@ -74,15 +74,9 @@ def engine_copies(workdir: Path) -> dict[str, str]:
     return names
 
 
-def _empty(cache) -> None:
-    cache.short[:] = 0
-    cache.hashes[:] = 0
-    cache.state[:] = 0
-    cache.pairs[:] = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def profile(enc, text: str, modules: dict, calls: int) -> dict:
     """ms (min of `calls`) of each copy on `text` seen, the whole engine unseen too, and the pieces."""
+    from tltok_jit.kernels.cache import empty_cache
     from tltok_jit.kernels.handle import handle_of
 
     buf = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
@@ -107,7 +101,7 @@ def profile(enc, text: str, modules: dict, calls: int) -> dict:
             t0 = time.perf_counter()
             run(m)
             times[k].append(time.perf_counter() - t0)
-        _empty(cache)
+        empty_cache(cache)
         t0 = time.perf_counter()
         run(modules["whole"])
         times["unseen"].append(time.perf_counter() - t0)

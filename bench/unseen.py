@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--whole", action="store_true", help="the whole corpus (default: its first third)")
     a = ap.parse_args(argv)
     import tltok_jit
+    from tltok_jit.kernels.cache import empty_cache
 
     enc = tltok_jit.get_encoding(a.encoding)
     if enc.compile_state != "compiled":
@@ -50,10 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     cache, _ = enc.facade.serial_workspace()
     unseen, seen = [], []
     for _ in range(a.calls):
-        cache.short[:] = 0
-        cache.hashes[:] = 0
-        cache.state[:] = 0
-        cache.pairs[:] = np.uint64(0xFFFFFFFFFFFFFFFF)
+        empty_cache(cache)
         for times in (unseen, seen):
             t0 = time.perf_counter()
             enc.encode_to_numpy(text, num_threads=1)

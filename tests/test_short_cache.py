@@ -82,3 +82,14 @@ def test_byte_runs_through_the_piece_loop(threads):
     assert enc.encode_ordinary(text) == want  # every short piece cached now
     docs = [text[i:i + 700] for i in range(0, len(text), 700)]
     assert enc.encode_ordinary_batch(docs, num_threads=threads) == [_naive(model, d) for d in docs]
+
+
+def test_empty_cache_restores_a_new_cache():
+    from tltok_jit.kernels.cache import empty_cache, new_cache
+
+    fresh, used = new_cache(2), new_cache(2)
+    for a in used:
+        a.reshape(-1)[::7] = 5  # every array written, every memo region touched
+    empty_cache(used)
+    for name in ("hashes", "state", "short", "pairs"):
+        assert np.array_equal(getattr(used, name), getattr(fresh, name)), name

@@ -61,8 +61,22 @@ def new_cache(workers: int) -> PieceCache:
 def _pair_memos(workers: int) -> np.ndarray:
     # zeros (empty for the compatibility memo) are fresh pages nobody touches before they are used
     memo = np.zeros((workers, PAIR_WORDS + COMPAT_MEMO), dtype=np.uint64)
-    memo[:, :PAIR_WORDS] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    _empty_pair_memos(memo)
     return memo
+
+
+def _empty_pair_memos(memo: np.ndarray) -> None:
+    memo[:, :PAIR_WORDS] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    memo[:, PAIR_WORDS:] = 0
+
+
+def empty_cache(cache: PieceCache) -> None:
+    """Empty every worker's piece cache and memos in place, as new_cache made them (entries left in
+    the key and value arenas are unreachable once the slots are empty). For measuring text unseen."""
+    cache.hashes[:] = 0
+    cache.state[:] = 0
+    cache.short[:] = 0
+    _empty_pair_memos(cache.pairs)
 
 
 @njit(inline="always")
