@@ -11,6 +11,11 @@ threads) around exactly one adapter call, with the cyclic GC disabled for its
 duration (as timeit does).  The process is pinned
 to `threads` CPUs (os.sched_setaffinity) before any library is imported, so
 libraries that size their own pools from the CPU count obey it too.
+
+Two optional job keys let bench/two_cores.py time two processes at once:
+"cpus" (the CPUs to pin to, instead of the first `threads`) and "start_at"
+(a time.time() the timed call waits for after the warm-up; the result says
+"late": true when the warm-up ended after it).
 """
 
 from __future__ import annotations
@@ -61,6 +66,19 @@ def timed(call, arg):
     return result, dt, cpu
 
 
+def _wait_for_start(job: dict, out: dict) -> None:
+    """Sleep until job["start_at"] (if given), the last ~2 ms spinning so two processes start together."""
+    start_at = job.get("start_at")
+    if start_at is None:
+        return
+    out["late"] = time.time() > start_at
+    left = start_at - time.time()
+    if left > 0.002:
+        time.sleep(left - 0.002)
+    while time.time() < start_at:
+        pass
+
+
 def _load_input(path: str):
     p = Path(path)
     if p.suffix == ".json":
@@ -71,8 +89,8 @@ def _load_input(path: str):
 def run(job: dict) -> dict:
     threads = int(job.get("threads", 1))
     try:
-        cpus = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, set(cpus[: max(1, threads)]))
+        cpus = job.get("cpus") or sorted(os.sched_getaffinity(0))[: max(1, threads)]
+        os.sched_setaffinity(0, set(cpus))
     except (AttributeError, OSError):
         pass
 
@@ -145,6 +163,7 @@ def _measure(job: dict, ad, out: dict, threads: int) -> dict:
     out["warmup_s"] = time.perf_counter() - t0
 
     gc.collect()
+    _wait_for_start(job, out)
     if mode == "memory":
         out["peak_reset"] = _reset_peak()
         rss0 = _status_kb("VmRSS")
