@@ -1,9 +1,13 @@
-"""Compiled tables saved on disk (tltok_jit.table_cache): a hit gives the very arrays a build gives."""
+"""Compiled tables saved on disk (tltok_jit.table_cache): a hit gives the very arrays a build gives; the
+hash tables go to huge pages (on_huge_pages: copies exact, read-only, on advised memory, or the arrays
+themselves when it should not copy)."""
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -20,7 +24,20 @@ def _model(shared_path):
     return load_description("r50k_base")
 
 
-def test_hit_equals_build(shared_path, tmp_path, monkeypatch):
+def _in_anonymous_memory(a) -> bool:
+    """False for a view of a file mapped read-only (the table cache's), True for a copy in an anonymous
+    writable mapping (pages.on_huge_pages)."""
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return not memoryview(a).readonly
+
+
+@pytest.mark.parametrize("huge", ["0", "1"])
+def test_hit_equals_build(shared_path, tmp_path, monkeypatch, huge):
+    """(With huge pages wanted, the hash tables a hit gives are copies, not views of the cached files.)"""
+    import mmap
+
+    monkeypatch.setenv("TLTOK_HUGE_PAGES", huge)
     monkeypatch.setattr(jit, "KERNEL_CACHE_DIR", str(tmp_path))
     model = _model(shared_path)
     monkeypatch.setenv("TLTOK_NO_TABLE_CACHE", "1")
@@ -36,6 +53,12 @@ def test_hit_equals_build(shared_path, tmp_path, monkeypatch):
         assert not c.flags.writeable and c.flags.c_contiguous, name
     assert np.array_equal(built.valid, hit.valid)
     assert (built.n_vocab, built.unicode_version) == (hit.n_vocab, hit.unicode_version)
+    copied = huge == "1" and hasattr(mmap, "MADV_HUGEPAGE")
+    for name in table_cache.RANDOM_ACCESS:
+        a = getattr(hit.tables, name)
+        if a.nbytes:
+            assert _in_anonymous_memory(a) is copied, name
+    assert not _in_anonymous_memory(hit.tables.tok_bytes)  # the rest stays shared with the file
 
 
 def test_another_model_or_a_damaged_folder_rebuilds(shared_path, tmp_path, monkeypatch):
@@ -88,3 +111,68 @@ def test_the_digest_follows_the_file_and_a_bad_file_still_fails(tmp_path):
         m2.vocab
     m3 = read_tiktoken_model(a, **{**kw, "special_tokens": {"<|end|>": 257}})
     assert m3.digest != m2.digest  # the checks depend on the special ids too
+
+
+_THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+@pytest.mark.parametrize("value, wanted", [("0", False), ("off", False), (" No ", False), ("false", False),
+                                           ("1", True), ("yes", True), ("on", True)])
+def test_huge_pages_wanted_reads_the_switch(monkeypatch, value, wanted):
+    monkeypatch.setenv("TLTOK_HUGE_PAGES", value)
+    assert table_cache.huge_pages_wanted() is (wanted and hasattr(__import__("mmap"), "MADV_HUGEPAGE"))
+
+
+def test_huge_pages_wanted_unset_follows_the_kernel(monkeypatch):
+    monkeypatch.delenv("TLTOK_HUGE_PAGES", raising=False)
+    try:
+        with open(_THP) as f:
+            mode_ok = "[never]" not in f.read()
+    except OSError:
+        mode_ok = False
+    assert table_cache.huge_pages_wanted() is (mode_ok and hasattr(__import__("mmap"), "MADV_HUGEPAGE"))
+
+
+def _tables():
+    rng = np.random.default_rng(5)
+    return [rng.integers(0, 2**63, 300_001, dtype=np.uint64), rng.integers(-5, 5, 1001, dtype=np.int32),
+            np.empty(0, dtype=np.int32), rng.integers(0, 2**31, (513, 7), dtype=np.int64)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not os.path.isfile(_THP),
+                    reason="Linux with transparent huge pages")
+def test_on_huge_pages_copies_onto_advised_memory(monkeypatch):
+    monkeypatch.setenv("TLTOK_HUGE_PAGES", "1")
+    arrays = _tables()
+    copies = table_cache.on_huge_pages(arrays)
+    assert len(copies) == len(arrays)
+    for a, c in zip(arrays, copies):
+        assert c is not a and c.dtype == a.dtype and c.shape == a.shape and np.array_equal(c, a)
+        assert not c.flags.writeable and c.ctypes.data % 64 == 0
+    assert "hg" in _vm_flags(copies[0].ctypes.data)
+    ends = sorted((c.ctypes.data, c.ctypes.data + c.nbytes) for c in copies if c.nbytes)
+    assert all(e <= s for (_, e), (s, _) in zip(ends, ends[1:]))  # side by side, no overlap
+
+
+@pytest.mark.parametrize("switch", ["0", "1"])
+def test_on_huge_pages_hands_back_what_it_does_not_copy(monkeypatch, switch):
+    monkeypatch.setenv("TLTOK_HUGE_PAGES", switch)
+    small = [np.arange(1000, dtype=np.int64), np.zeros(10, dtype=np.uint8)]  # under 2 MB together
+    assert all(c is a for c, a in zip(table_cache.on_huge_pages(small), small))
+    if switch == "0":
+        big = _tables()
+        assert all(c is a for c, a in zip(table_cache.on_huge_pages(big), big))
+
+
+def _vm_flags(address: int) -> list[str]:
+    """The VmFlags of the mapping that holds `address` (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")

@@ -6,8 +6,6 @@ Everything a kernel indexes is checked here: every id in a table is < n_vocab an
 
 from __future__ import annotations
 
-import mmap
-import os
 from dataclasses import dataclass
 from typing import NamedTuple
 import numpy as np
@@ -29,6 +27,7 @@ from .kernels.scan import (
     PAT_WHOLE,
 )
 from . import table_cache
+from .table_cache import RANDOM_ACCESS, on_huge_pages
 from .kernels.encode import CFG_IGNORE_MERGES, CFG_PATTERN, CFG_TREES, CFG_USE_CACHE
 from .kernels.layout import Tables
 from .model import ModelDescription, TokenizerFileError
@@ -156,30 +155,9 @@ def pow2_at_least(n: int) -> int:
     return c
 
 
-_HUGE = 1 << 21  # a transparent huge page
-# Opt-in: on a 2-core Intel Xeon the copy made no measurable difference to one text's speed
-# (o200k English 172-175 vs 168-174 MB/s, Chinese 68-69 vs 67-69, best of 5 calls, three fresh
-# processes each), while it cost every process ~7 ms at start and a private copy of ~31 MB of
-# tables that the memory-mapped table cache otherwise shares between processes.
-_HUGE_PAGES = os.environ.get("TLTOK_HUGE_PAGES", "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def _on_huge_pages(a: np.ndarray) -> np.ndarray:
-    """With TLTOK_HUGE_PAGES=1, a copy of `a` in memory the kernel may back with 2 MB pages (madvise
-    MADV_HUGEPAGE); else, or when it is small or the platform has no such advice, `a` itself. The
-    big hash tables are probed at random, and each probe may also miss the TLB with 4 KB pages."""
-    if not _HUGE_PAGES or a.nbytes < _HUGE or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return a
-    try:
-        m = mmap.mmap(-1, a.nbytes + _HUGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        raw = np.frombuffer(m, dtype=np.uint8)
-        off = (-raw.ctypes.data) % _HUGE
-        m.madvise(mmap.MADV_HUGEPAGE, off, len(m) - off)
-    except (OSError, ValueError, AttributeError):
-        return a
-    out = raw[off:off + a.nbytes].view(a.dtype)
-    out[:] = a
-    return out
+def _on_huge_pages(T: Tables) -> Tables:
+    """`T` with its RANDOM_ACCESS tables copied to huge pages (table_cache.on_huge_pages)."""
+    return T._replace(**dict(zip(RANDOM_ACCESS, on_huge_pages([getattr(T, f) for f in RANDOM_ACCESS]))))
 
 
 def _readonly(*arrays: np.ndarray) -> None:
@@ -225,7 +203,7 @@ def compile_model(model: ModelDescription, *, use_cache: bool = True) -> Compile
     key = None
     if table_cache.enabled():
         key = table_cache.fingerprint(model, use_cache)
-        hit = table_cache.load(key, _on_huge_pages)
+        hit = table_cache.load(key, on_huge_pages)
         if hit is not None:
             tables, valid, n_vocab, uversion = hit
             return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)
@@ -345,12 +323,10 @@ def _compile_model(model: ModelDescription, use_cache: bool) -> Compiled:
         # every merge of rank r makes token r (tiktoken files): an empty table tells pair_lookup so,
         # which saves it a dependent load per probe
         rank_ids = np.empty(0, dtype=np.int32)
-    slots, slot_hash, short_vocab, pair_slots, rank_ids = (
-        _on_huge_pages(a) for a in (slots, slot_hash, short_vocab, pair_slots, rank_ids))
     arrays = (tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, root, starts, ebyte,
               echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r, unreach_filter, config, valid)
     _readonly(*arrays)
     tables = Tables(tok_bytes, offsets, slots, slot_hash, short_vocab, pair_slots, rank_ids, pair_bloom, byte_ids, byte_pairs, stage1, stage2,
                     root, starts, ebyte, echild, token_at, added_ids, char_bpe, tok_flags, crank, split_l, split_r,
                     unreach_filter, config)
-    return Compiled(tables, valid, n_vocab, list(model.added_tokens), uversion)
+    return Compiled(_on_huge_pages(tables), valid, n_vocab, list(model.added_tokens), uversion)
