@@ -35,9 +35,6 @@ if str(ROOT) not in sys.path:
 
 from bench import data  # noqa: E402
 
-_NAME = re.compile(r"(?:cfunc\.)?_ZN(?:7cpython)?((?:\d+[A-Za-z_][A-Za-z0-9_]*?)+)B\d")
-
-
 def readable(symbol: str) -> str:
     """module.function of a numba-mangled tltok_jit symbol (`_ZN9tltok_jit7kernels5merge11merge_piece...`
     -> `merge.merge_piece`); any other symbol as it is."""

@@ -42,7 +42,8 @@ def _digest(obj) -> str:
     return h.hexdigest()[:12]
 
 
-def _write_input(mode: str, corpus: str, obj, note: str = "") -> Input:
+def write_input(mode: str, corpus: str, obj, note: str = "") -> Input:
+    """`obj` (a text, or a list of strings) written once under CACHE/inputs, named by its content."""
     d = CACHE / "inputs"
     d.mkdir(parents=True, exist_ok=True)
     key = f"{mode}-{corpus}-{_digest(obj)}"
@@ -101,28 +102,28 @@ def build_inputs(modes: list[str], corpora: list[str], sizes: Sizes) -> list[Inp
 
             note = f"CPython {platform.python_version()} stdlib .py files"
         if "whole" in modes:
-            out.append(_write_input("whole", c, text, note=note))
+            out.append(write_input("whole", c, text, note=note))
         if "long" in modes:
-            out.append(_write_input("long", c, text, note=note))
+            out.append(write_input("long", c, text, note=note))
         if "batch" in modes:
             docs = data.split_docs(text)
-            out.append(_write_input("batch", c, docs, note=f"{len(docs)} docs" + (f"; {note}" if note else "")))
+            out.append(write_input("batch", c, docs, note=f"{len(docs)} docs" + (f"; {note}" if note else "")))
         if "decode" in modes:  # decoded from tiktoken's ids of the text (its oracle)
-            out.append(_write_input("decode", c, text, note=note))
+            out.append(write_input("decode", c, text, note=note))
             docs = data.split_docs(text)
-            out.append(_write_input("decode-docs", c, docs,
+            out.append(write_input("decode-docs", c, docs,
                                     note=f"{len(docs)} docs" + (f"; {note}" if note else "")))
     if "worst" in modes:
-        out.append(_write_input("worst", "random-letters", data.worst_random_letters(sizes.worst_chars),
+        out.append(write_input("worst", "random-letters", data.worst_random_letters(sizes.worst_chars),
                                 note="seeded random a-z, no spaces"))
-        out.append(_write_input("worst", "aaaa", data.worst_repeated_a(sizes.worst_chars), note='"a" * n'))
+        out.append(write_input("worst", "aaaa", data.worst_repeated_a(sizes.worst_chars), note='"a" * n'))
     if "short" in modes:
-        out.append(_write_input("short", "short-strings", data.short_strings(sizes.short_n),
+        out.append(write_input("short", "short-strings", data.short_strings(sizes.short_n),
                                 note=f"{sizes.short_n} x 20-char English slices"))
     if "decode" in modes:
-        out.append(_write_input("decode-short", "short-strings", data.short_strings(sizes.short_n),
+        out.append(write_input("decode-short", "short-strings", data.short_strings(sizes.short_n),
                                 note=f"{sizes.short_n} x 20-char English slices"))
     if "memory" in modes:
         text, copies = data.memory_text(sizes.memory_bytes)
-        out.append(_write_input("memory", f"english-x{copies}", text, note=f"English corpus repeated {copies}x"))
+        out.append(write_input("memory", f"english-x{copies}", text, note=f"English corpus repeated {copies}x"))
     return out

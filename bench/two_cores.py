@@ -7,8 +7,8 @@ other text, one timed call, ids checked against tiktoken's).
                               [--libs tltok_jit,fastokens] [--mode long|batch] [--repeat 3] [--out F.md]
 
 --mode long: one whole text (the long-text row of bench/run.py); batch: the ~1.5 KB documents of
-the two-thread table (ours through `tltok_jit[arrow]`, as there). The text is halved at a line, the
-documents at the middle byte.
+the two-thread table (ours through `tltok_jit[arrow]`, as there). The text is halved at a line (where
+our split cuts it), the documents alternately.
 
 "Ceiling" is the job on one thread over the slower half when both run at once: the most any split
 into two equal shares can give here, since each share costs at least what it cost in a process of
@@ -43,14 +43,9 @@ def halves(text: str) -> tuple[str, str]:
 
 
 def doc_halves(docs: list[str]) -> tuple[list[str], list[str]]:
-    """The documents cut where their UTF-8 bytes reach half of the total."""
-    sizes = [len(d.encode("utf-8")) for d in docs]
-    total, run = sum(sizes), 0
-    for i, s in enumerate(sizes):
-        if run + s > total // 2:
-            return docs[:i], docs[i:]
-        run += s
-    return docs, []
+    """Every other document: the two halves hold the same mix (cut in the middle, the scripts
+    corpus's first half, Devanagari and Gujarati, took twice the time of its second)."""
+    return docs[0::2], docs[1::2]
 
 
 def inputs(mode: str, corpus: str, encoding: str) -> dict[str, prepare.Input]:
@@ -65,7 +60,7 @@ def inputs(mode: str, corpus: str, encoding: str) -> dict[str, prepare.Input]:
         objs = {"whole": docs, "a": a, "b": b}
     out = {}
     for part, obj in objs.items():
-        inp = prepare._write_input(mode, f"{corpus}-{part}", obj)
+        inp = prepare.write_input(mode, f"{corpus}-{part}", obj)
         prepare.ensure_oracle(inp, encoding)
         out[part] = inp
     return out
@@ -89,7 +84,7 @@ def _ok(res: dict, what: str) -> dict:
 
 
 def run_alone(lib, encoding, mode, inp, threads=1) -> dict:
-    cpus = [0, 1][:threads]
+    cpus = list(range(threads))
     return _ok(runner.run_job(_job(lib, encoding, mode, inp, threads, cpus), TIMEOUT), f"{lib} {inp.path.name}")
 
 
@@ -108,6 +103,8 @@ def run_together(lib, encoding, mode, a, b, lead: float) -> tuple[dict, dict]:
         ra, rb = _ok(res["a"], f"{lib} {a.path.name} (at once)"), _ok(res["b"], f"{lib} {b.path.name} (at once)")
         if not (ra.get("late") or rb.get("late")):
             return ra, rb
+        if lead > TIMEOUT:
+            raise RuntimeError(f"{lib}: the two processes never started their timed calls together")
         lead *= 2
 
 
