@@ -681,7 +681,7 @@ def _letters_ascii(buf, pos, end, s2, a0, b):
 # The scanner cores (pointer arguments, see scan_pointers) and the array-level entry points
 # ----------------------------------------------------------------------------------------------
 
-@njit
+@njit(inline="always")
 def scan_gpt2(buf, pos, end, s1, s2, a0):
     """r50k/p50k/gpt2: `'(?:[sdmt]|ll|ve|re)| ?\\p{L}++| ?\\p{N}++| ?[^\\s\\p{L}\\p{N}]++|\\s++$|\\s+(?!\\S)|\\s`"""
     b = buf[pos]
@@ -712,7 +712,7 @@ def scan_gpt2(buf, pos, end, s1, s2, a0):
     return _run(buf, pos + n, end, s1, s2, a0, M_O)
 
 
-@njit
+@njit(inline="always")
 def scan_cl100k(buf, pos, end, s1, s2, a0):
     """cl100k: `'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++|\\p{N}{1,3}+|
     ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+|\\s++$|\\s*[\\r\\n]|\\s+(?!\\S)|\\s`"""
@@ -751,7 +751,7 @@ def scan_cl100k(buf, pos, end, s1, s2, a0):
     return _ws_lookahead(pos, run_end, last, end)  # \s+(?!\S) | \s
 
 
-@njit
+@njit(inline="always")
 def scan_o200k(buf, pos, end, s1, s2, a0):
     """o200k: `[^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]*[LlLmLoM]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
     [^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]+[LlLmLoM]*(?i:...)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|
@@ -825,20 +825,20 @@ def _llama3_core(buf, pos, end, s1, s2, a0, max_digits):
     return _ws_lookahead(pos, run_end, last, end)  # \\s+(?!\\S) | \\s+
 
 
-@njit
+@njit(inline="always")
 def scan_llama3(buf, pos, end, s1, s2, a0):
     """Llama-3 tokenizer.json: `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|
     ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`"""
     return _llama3_core(buf, pos, end, s1, s2, a0, 3)
 
 
-@njit
+@njit(inline="always")
 def scan_qwen2(buf, pos, end, s1, s2, a0):
     """Qwen2 / Qwen2.5 tokenizer.json: Llama-3's regex with `\\p{N}` (one digit per piece)."""
     return _llama3_core(buf, pos, end, s1, s2, a0, 1)
 
 
-@njit
+@njit(inline="always")
 def scan_tekken(buf, pos, end, s1, s2, a0):
     """Mistral-Nemo "Tekken": `[^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]*[LlLmLoM]+|[^\\r\\n\\p{L}\\p{N}]?[ULtLmLoM]+[LlLmLoM]*|
     \\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+` (o200k without contractions)."""
@@ -865,7 +865,7 @@ def scan_tekken(buf, pos, end, s1, s2, a0):
 M_DIG = (1 << CLS_NUMBER) | (1 << CLS_DIGIT_EXTRA)  # what HF's Digits step isolates
 
 
-@njit
+@njit(inline="always")
 def scan_gpt2_digits(buf, pos, end, s1, s2, a0):
     """SmolLM2: Digits(individual_digits=true) cuts every numeric character into its own piece, then
     ByteLevel's GPT-2 regex `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`
@@ -925,7 +925,9 @@ def _entry_gpt2_digits(buf, pos, end, s1, s2, a0):
     return scan_gpt2_digits(buf, pos, end, s1, s2, a0)
 
 
-# The scanner_slots C callbacks, by PAT_* (each compiles its pattern's core alone)
+# The scanner_slots C callbacks, by PAT_* (each compiles its pattern's core alone, inlined: as a call
+# of its own, the core's prologue and the callback around it were a fifth of r50k's scanning of
+# Devanagari, where every piece takes the callback)
 SCANNER_ENTRIES = (_entry_gpt2, _entry_cl100k, _entry_o200k, _entry_llama3, _entry_qwen2, _entry_tekken,
                    _entry_gpt2_digits)
 assert len(SCANNER_ENTRIES) == N_SCANNERS == PAT_WHOLE
