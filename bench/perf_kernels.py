@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import data  # noqa: E402
+from bench import data, oracle  # noqa: E402
 
 def readable(symbol: str) -> str:
     """module.function of a numba-mangled tltok_jit symbol (`_ZN9tltok_jit7kernels5merge11merge_piece...`
@@ -181,7 +181,7 @@ def _hot(perf_data: Path, keep_dir: Path, want: str, top: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("encoding")
+    ap.add_argument("encoding", choices=oracle.ENCODINGS)
     ap.add_argument("corpus", choices=data.CORPORA)
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--unseen", action="store_true", help="empty the piece cache before each call")

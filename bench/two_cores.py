@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import data, prepare, runner  # noqa: E402
+from bench import data, oracle, prepare, runner  # noqa: E402
 
 MODES = ("long", "batch")
 TIMEOUT = 600.0
@@ -157,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     libs = (a.libs or ("tltok_jit" if a.mode == "long" else "tltok_jit[arrow]")).split(",")
+    for e in a.encodings.split(","):
+        if e not in oracle.ENCODINGS:
+            ap.error(f"--encodings: no encoding {e!r} (choose from {', '.join(oracle.ENCODINGS)})")
     for c in a.corpora.split(","):
         if c not in data.CORPORA:
             ap.error(f"--corpora: no corpus {c!r} (choose from {', '.join(data.CORPORA)})")

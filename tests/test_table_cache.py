@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from smaps import vm_flags
 from tltok_jit import table_cache, tables
 from tltok_jit.kernels import jit
 
@@ -123,6 +124,13 @@ def test_huge_pages_wanted_reads_the_switch(monkeypatch, value, wanted):
     assert table_cache.huge_pages_wanted() is (wanted and hasattr(__import__("mmap"), "MADV_HUGEPAGE"))
 
 
+@pytest.mark.parametrize("value", ["2", "maybe", "onn"])
+def test_huge_pages_switch_refuses_other_values(monkeypatch, value):
+    monkeypatch.setenv("TLTOK_HUGE_PAGES", value)
+    with pytest.raises(ValueError, match=f"TLTOK_HUGE_PAGES='{value}': expected one of 0, false"):
+        table_cache.huge_pages_wanted()
+
+
 def test_huge_pages_wanted_unset_follows_the_kernel(monkeypatch):
     monkeypatch.delenv("TLTOK_HUGE_PAGES", raising=False)
     try:
@@ -149,7 +157,7 @@ def test_on_huge_pages_copies_onto_advised_memory(monkeypatch):
     for a, c in zip(arrays, copies):
         assert c is not a and c.dtype == a.dtype and c.shape == a.shape and np.array_equal(c, a)
         assert not c.flags.writeable and c.ctypes.data % 64 == 0
-    assert "hg" in _vm_flags(copies[0].ctypes.data)
+    assert "hg" in vm_flags(copies[0].ctypes.data)
     ends = sorted((c.ctypes.data, c.ctypes.data + c.nbytes) for c in copies if c.nbytes)
     assert all(e <= s for (_, e), (s, _) in zip(ends, ends[1:]))  # side by side, no overlap
 
@@ -162,17 +170,3 @@ def test_on_huge_pages_hands_back_what_it_does_not_copy(monkeypatch, switch):
     if switch == "0":
         big = _tables()
         assert all(c is a for c, a in zip(table_cache.on_huge_pages(big), big))
-
-
-def _vm_flags(address: int) -> list[str]:
-    """The VmFlags of the mapping that holds `address` (/proc/self/smaps)."""
-    inside = False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split()[0]
-            if "-" in head and ":" not in head:
-                lo, hi = (int(x, 16) for x in head.split("-"))
-                inside = lo <= address < hi
-            elif inside and head == "VmFlags:":
-                return line.split()[1:]
-    raise AssertionError(f"no mapping holds {address:#x}")

@@ -74,11 +74,12 @@ def load(key: str, on_huge_pages):
         arrays = {}
         for name in Tables._fields + ("valid",):
             arrays[name] = np.asarray(np.load(os.path.join(d, name + ".npy"), mmap_mode="r"))  # read-only views
-        arrays.update(zip(RANDOM_ACCESS, on_huge_pages([arrays[name] for name in RANDOM_ACCESS])))
     except (OSError, ValueError, KeyError):
         if os.path.isdir(d):  # damaged (a file missing or unreadable): the next build rewrites it
             shutil.rmtree(d, ignore_errors=True)
         return None
+    # (outside the try: a bad TLTOK_HUGE_PAGES is the caller's error, not a damaged folder)
+    arrays.update(zip(RANDOM_ACCESS, on_huge_pages([arrays[name] for name in RANDOM_ACCESS])))
     valid = arrays.pop("valid")
     return Tables(**arrays), valid, int(meta["n_vocab"]), meta["unicode_version"]
 
@@ -107,17 +108,21 @@ def save(key: str, tables: Tables, valid: np.ndarray, n_vocab: int, unicode_vers
 _HUGE = 1 << 21  # a transparent huge page
 _THP_MODE = "/sys/kernel/mm/transparent_hugepage/enabled"
 _OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
 
 
 def huge_pages_wanted() -> bool:
-    """Whether on_huge_pages copies: TLTOK_HUGE_PAGES=0 (or false, no, off) says no, any other value
-    yes; unset, yes where the kernel backs advised memory with huge pages (Linux, transparent huge
-    pages "always" or "madvise")."""
+    """Whether on_huge_pages copies: TLTOK_HUGE_PAGES=0 (or false, no, off) says no, 1 (or true, yes,
+    on) yes; unset or empty, yes where the kernel backs advised memory with huge pages (Linux,
+    transparent huge pages "always" or "madvise"). Any other value is a ValueError."""
+    v = os.environ.get("TLTOK_HUGE_PAGES", "").strip().lower()
+    if v and v not in _OFF + _ON:
+        raise ValueError(f"TLTOK_HUGE_PAGES={os.environ['TLTOK_HUGE_PAGES']!r}: expected one of "
+                         f"{', '.join(_OFF + _ON)} (or unset: huge pages where the kernel offers them)")
     if not hasattr(mmap, "MADV_HUGEPAGE"):
         return False
-    v = os.environ.get("TLTOK_HUGE_PAGES", "").strip().lower()
     if v:
-        return v not in _OFF
+        return v in _ON
     try:
         with open(_THP_MODE) as f:
             return "[never]" not in f.read()
