@@ -14,6 +14,11 @@ the piece cache: the cost of the stages themselves) and, for the whole engine, u
 cache emptied before each call: what merging the text's pieces adds). Printed per corpus: ms and
 ns a piece of each stage (the difference between consecutive cuts), min of `--calls` calls.
 
+One more copy is a bound, not a stage: every short piece the whole-token table lacks is written as
+one id at a token's cost (wrong ids; nothing cached or merged for it), seen and unseen. It is the
+most a table answering merged pieces in the same one probe as tokens (gigatoken's) could give this
+engine.
+
 Each copy is one more compilation of the engine (~10-20 s each, cached in a temporary directory
 per run). The anchors' own seen / first calls are in `bench/run.py`, not here: they have no stages
 to cut.
@@ -45,15 +50,20 @@ _PACK = "                if n <= SHORT:  # (n >= 1"
 _LOOKUP = "            q = pos\n            nc = 0  # pieces looked up"
 _MERGE = "            # of those, the ones not cached either"
 _LEAVE = "            pos = q\n            continue\n"
+_LOOKED_UP = "                    w_t[wi] = t\n"
 EDITS = {
     "skip pack": (_PACK, "                if False and n <= SHORT:  # (n >= 1"),
     "stop before look up": (_LOOKUP, "            op += nw\n" + _LEAVE + _LOOKUP),
     "stop before merge": (_MERGE, "            for wi in range(nw):\n                out[op] = w_t[wi]\n"
                           "                op += 1\n" + _LEAVE + _MERGE),
+    # a bound, not a stage: every short piece the whole-token table lacks is written as one id (0)
+    # at the cost of a token; its ids are wrong, its time what a one-probe table of merged pieces
+    # (gigatoken's) could at best give this engine
+    "non-tokens as tokens": (_LOOKED_UP, "                    t = t if t >= 0 else 0\n" + _LOOKED_UP),
 }
 # each copy of the engine: the edits it makes (the pieces' count is what "pack" writes: one a piece)
 CUTS = {"scan": ("skip pack", "stop before look up"), "pack": ("stop before look up",),
-        "lookup": ("stop before merge",)}
+        "lookup": ("stop before merge",), "bound": ("non-tokens as tokens",)}
 
 
 def engine_copies(workdir: Path) -> dict[str, str]:
@@ -95,30 +105,33 @@ def profile(enc, text: str, modules: dict, calls: int) -> dict:
     if run(modules["whole"]) != len(ref) or not np.array_equal(out[:len(ref)], ref):
         raise SystemExit("engine_stages: the whole engine's copy does not give the encoding's ids")
     res = {"pieces": run(modules["pack"]), "ids": len(ref), "bytes": len(buf)}
-    times = {k: [] for k in (*modules, "unseen")}
+    times = {k: [] for k in (*modules, "unseen", "bound unseen")}
     for _ in range(calls):
         for k, m in modules.items():
             t0 = time.perf_counter()
             run(m)
             times[k].append(time.perf_counter() - t0)
-        empty_cache(cache)
-        t0 = time.perf_counter()
-        run(modules["whole"])
-        times["unseen"].append(time.perf_counter() - t0)
+        for k, m in (("unseen", modules["whole"]), ("bound unseen", modules["bound"])):
+            empty_cache(cache)
+            t0 = time.perf_counter()
+            run(m)
+            times[k].append(time.perf_counter() - t0)
+        run(modules["whole"])  # (seen again for the next round)
     res.update({k: 1e3 * min(v) for k, v in times.items()})
     return res
 
 
 def table(rows: list[tuple[str, str, dict]]) -> str:
     head = ("| encoding | corpus | pieces | scan | pack | look up | merge + emit | whole, seen | whole, unseen |"
-            " merging unseen pieces |")
-    lines = [head, "|" + "---|" * 2 + "---:|" * 8]
+            " merging unseen pieces | bound, seen | bound, unseen |")
+    lines = [head, "|" + "---|" * 2 + "---:|" * 10]
     for name, corpus, r in rows:
         steps = [r["scan"], r["pack"] - r["scan"], r["lookup"] - r["pack"], r["whole"] - r["lookup"]]
         ns = [1e6 * s / r["pieces"] for s in steps]
         cells = [f"{s:.2f} ms ({x:.1f} ns)" for s, x in zip(steps, ns)]
         lines.append(f"| {name} | {corpus} | {r['pieces']:,} | " + " | ".join(cells)
-                     + f" | {r['whole']:.2f} ms | {r['unseen']:.2f} ms | {r['unseen'] - r['whole']:.2f} ms |")
+                     + f" | {r['whole']:.2f} ms | {r['unseen']:.2f} ms | {r['unseen'] - r['whole']:.2f} ms"
+                     + f" | {r['bound']:.2f} ms | {r['bound unseen']:.2f} ms |")
     return "\n".join(lines)
 
 
