@@ -14,10 +14,11 @@ the piece cache: the cost of the stages themselves) and, for the whole engine, u
 cache emptied before each call: what merging the text's pieces adds). Printed per corpus: ms and
 ns a piece of each stage (the difference between consecutive cuts), min of `--calls` calls.
 
-One more copy is a bound, not a stage: every short piece the whole-token table lacks is written as
-one id at a token's cost (wrong ids; nothing cached or merged for it), seen and unseen. It is the
-most a table answering merged pieces in the same one probe as tokens (gigatoken's) could give this
-engine.
+One more copy is a bound, not a stage: every piece the look-up stage finds in no token (a short
+piece of plain bytes, or of any bytes where the character route is off) is written as one id at a
+token's cost (wrong ids; nothing cached or merged for it), seen and unseen. It is the most a table
+answering merged pieces in the same one probe as tokens (gigatoken's) could give this engine; on
+text the character route takes (Chinese, other scripts) it changes little.
 
 Each copy is one more compilation of the engine (~10-20 s each, cached in a temporary directory
 per run). The anchors' own seen / first calls are in `bench/run.py`, not here: they have no stages
@@ -56,9 +57,9 @@ EDITS = {
     "stop before look up": (_LOOKUP, "            op += nw\n" + _LEAVE + _LOOKUP),
     "stop before merge": (_MERGE, "            for wi in range(nw):\n                out[op] = w_t[wi]\n"
                           "                op += 1\n" + _LEAVE + _MERGE),
-    # a bound, not a stage: every short piece the whole-token table lacks is written as one id (0)
-    # at the cost of a token; its ids are wrong, its time what a one-probe table of merged pieces
-    # (gigatoken's) could at best give this engine
+    # a bound, not a stage: every piece the look-up stage finds in no token is written as one id
+    # (0) at the cost of a token; its ids are wrong, its time what a one-probe table of merged
+    # pieces (gigatoken's) could at best give this engine
     "non-tokens as tokens": (_LOOKED_UP, "                    t = t if t >= 0 else 0\n" + _LOOKED_UP),
 }
 # each copy of the engine: the edits it makes (the pieces' count is what "pack" writes: one a piece)
