@@ -145,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     import tltok_jit
 
-    enc = tltok_jit.get_encoding(a.encoding)
+    try:
+        enc = tltok_jit.get_encoding(a.encoding)
+    except ValueError as e:  # an unknown name: the registry's message lists the known ones
+        ap.error(str(e))
     enc.encode_to_numpy("x")
     rows = []
     with tempfile.TemporaryDirectory(prefix="engine-stages-") as tmp:

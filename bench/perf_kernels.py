@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
 
 from bench import data, oracle  # noqa: E402
 
+
 def readable(symbol: str) -> str:
     """module.function of a numba-mangled tltok_jit symbol (`_ZN9tltok_jit7kernels5merge11merge_piece...`
     -> `merge.merge_piece`); any other symbol as it is."""

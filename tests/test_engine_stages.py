@@ -35,3 +35,10 @@ def test_a_changed_engine_is_refused(tmp_path, monkeypatch):
     (tmp_path / "out").mkdir()
     with pytest.raises(SystemExit, match="the engine changed"):
         engine_stages.engine_copies(tmp_path / "out")
+
+
+def test_an_unknown_encoding_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit) as e:
+        engine_stages.main(["o200k_bse", "english"])
+    assert e.value.code == 2
+    assert "unknown encoding 'o200k_bse'" in capsys.readouterr().err
