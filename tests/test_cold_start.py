@@ -29,6 +29,7 @@ def _env(tmp_path: Path) -> dict:
     for k in ("TLTOK_COMPILE", "NUMBA_CACHE_DIR", "TLTOK_NO_CACHE"):
         env.pop(k, None)
     env["TLTOK_KERNEL_CACHE"] = str(tmp_path / "kernels")
+    env["TLTOK_NO_SHIPPED_KERNELS"] = "1"  # the path of an installation without (usable) compiled kernels
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
@@ -69,20 +70,19 @@ def test_cache_lives_in_the_user_cache_folder_keyed_by_sources():
     assert not jit.KERNEL_CACHE_DIR.startswith(jit.PACKAGE_DIR)
 
 
-def test_source_hash_changes_with_any_kernel_source(tmp_path, monkeypatch):
-    from tltok_jit.kernels import jit
+def test_source_hash_changes_with_any_kernel_source(tmp_path):
+    from tltok_jit.kernels import numba_cache
 
     import shutil
 
     copy = tmp_path / "tltok_jit"
-    shutil.copytree(jit.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(jit, "PACKAGE_DIR", str(copy))
-    before = jit._kernel_source_hash()
+    shutil.copytree(numba_cache.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = numba_cache.kernel_source_hash(str(copy))
     (copy / "cli.py").write_text((copy / "cli.py").read_text() + "\n# not a kernel source\n")
-    assert jit._kernel_source_hash() == before
+    assert numba_cache.kernel_source_hash(str(copy)) == before
     helper = copy / "kernels" / "hashing.py"
     helper.write_text(helper.read_text() + "\n# an edited helper\n")
-    assert jit._kernel_source_hash() != before
+    assert numba_cache.kernel_source_hash(str(copy)) != before
 
 
 def test_prune_keeps_the_newest(tmp_path, monkeypatch):
@@ -218,7 +218,7 @@ def test_warm_process_loads_kernels_without_numbas_registry_refresh(tmp_path, ti
     assert res["batch"] == [oracle.encode("a b"), oracle.encode("c d")]
     assert not res["refreshed"], "loading cached kernels refreshed numba's registries"
     assert res["compiled"] == 12 and res["refreshed_after"]
-    # cached kernels load without parsing their bitcode (kernels/jit.py: _reduce_lazy), which a
+    # cached kernels load without parsing their bitcode (kernels/numba_cache.py: _lazy_state), which a
     # compile linking against one of them still gets
     assert res["parsed_before"] == 0
     assert res["linked"] == 6 and res["parsed_after"] > 0
@@ -241,7 +241,11 @@ def test_worker_imports_this_copy_of_the_package(tmp_path, monkeypatch):
 NRT_USE = """
 import glob, json, os
 import numpy as np
+from numba.core.registry import cpu_target
 from tltok_jit.kernels.jit import KERNEL_CACHE_DIR, njit
+from tltok_jit.kernels.numba_cache import initialize_runtime
+
+initialize_runtime(cpu_target.target_context)  # as the first kernel a process loads does
 
 @njit(cache=False)
 def ones(n):

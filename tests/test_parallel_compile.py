@@ -75,7 +75,7 @@ def test_two_processes_compile_each_kernel_once(tmp_path):
     mod.mkdir()
     (mod / "shared_kernels.py").write_text(_KERNEL_MODULE)
     (tmp_path / "runner.py").write_text(_RUNNER)
-    env = dict(os.environ, TLTOK_KERNEL_CACHE=str(tmp_path / "cache"),
+    env = dict(os.environ, TLTOK_KERNEL_CACHE=str(tmp_path / "cache"), TLTOK_NO_SHIPPED_KERNELS="1",
                PYTHONPATH=os.pathsep.join(p for p in (_PKG_PARENT, os.environ.get("PYTHONPATH", "")) if p))
     env.pop("NUMBA_CACHE_DIR", None)
     env.pop("TLTOK_NO_CACHE", None)

@@ -290,19 +290,37 @@ def _split_batch(batch, column: str, target: int):
 _NOTICE_AFTER = 1.0  # seconds: loading cached kernels takes less; compiling them takes minutes
 
 
-def prepare_kernels(enc, *, quiet: bool = False) -> None:
-    """Before the first batch: say once on stderr when kernels compile for the first time (so no
-    rate is ever computed over compile time), or that the Python encoder answers meanwhile."""
+# Input file bytes above which a job waits for the kernels rather than running on the Python
+# encoder: about what that encoder (~2 MB/s of text; Parquet holds ~2 bytes of text per byte) does
+# in the time a compile takes on two cores (~2 minutes).
+WAIT_FOR_KERNELS_BYTES = 100_000_000
+
+
+def prepare_kernels(enc, *, quiet: bool = False, job_bytes: int = 0) -> str:
+    """Before the first batch: make the kernels ready, and return which path the job runs on
+    ("compiled kernels" or "Python encoder"). Says once on stderr when kernels compile for the first
+    time (so no rate is ever computed over compile time). When they compile in the background, a job
+    of more than WAIT_FOR_KERNELS_BYTES waits for them (a line per stage); a smaller one runs on the
+    exact Python encoder meanwhile, and says so."""
     import threading
 
+    from . import warm
     from .warm import background_enabled
 
+    if enc.compile_state == "interim" and job_bytes > WAIT_FOR_KERNELS_BYTES:
+        if not quiet:
+            print(f"tltok: compiling the kernels for first use on this machine (one-time; the job, "
+                  f"{job_bytes / 1e6:,.0f} MB of files, runs once they are ready)...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        for stage in warm.stages_as_ready(enc.compile_stages):
+            if not quiet:
+                print(f"tltok: {stage} kernels ready ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     if enc.compile_state == "interim":
         if not quiet:
-            print("tltok: kernels compiling in the background for first use on this machine (one-time, about "
-                  "a minute on two cores); until they are ready, the exact Python encoder answers, more slowly",
-                  file=sys.stderr)
-        return
+            print("tltok: kernels compiling in the background for first use on this machine (one-time, a "
+                  "few minutes on two cores); until they are ready, the exact Python encoder answers, more "
+                  "slowly", file=sys.stderr)
+        return "Python encoder"
     t0 = time.perf_counter()
     said = threading.Event()
 
@@ -324,8 +342,9 @@ def prepare_kernels(enc, *, quiet: bool = False) -> None:
     finally:
         timer.cancel()
     if said.is_set() and not quiet:
-        how = "" if background_enabled() else " (no shared kernel cache: every process compiles)"
+        how = "" if background_enabled() else " (no writable kernel cache: every process compiles)"
         print(f"tltok: kernels ready in {time.perf_counter() - t0:.1f} s{how}", file=sys.stderr)
+    return "compiled kernels" if enc.compile_state == "compiled" else "Python encoder"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -613,7 +632,7 @@ def cmd_encode(args) -> int:
         raise CliError("--threads must be >= 0")
     args.threads = args.threads or 0
     enc = load_encoding(args.encoding, args.tokenizer)
-    prepare_kernels(enc, quiet=args.quiet)
+    path = prepare_kernels(enc, quiet=args.quiet, job_bytes=sum(_file_size(p) for p, _rel in files))
     target = max(1, int(args.batch_mb * 1e6))
     readers = [Reader(p, target, args.column) for p, _rel in files]
     keep: list[str] = []
@@ -669,9 +688,18 @@ def cmd_encode(args) -> int:
             what = (f"{shard_info['n_documents']:,} documents ({shard_info['skipped_empty']:,} null/empty "
                     f"skipped), ")
         dest = " + ".join(shard_info["files"]) if shard_info else args.output
+        if path != "compiled kernels" and enc.compile_state == "compiled":
+            path = "Python encoder, then compiled kernels"
         print(f"tltok: {progress.rows:,} rows, {progress.tokens:,} tokens, {what}{secs:.2f} s, "
-              f"{progress.bytes / 1e6 / max(secs, 1e-9):.1f} MB/s -> {dest}")
+              f"{progress.bytes / 1e6 / max(secs, 1e-9):.1f} MB/s ({path}) -> {dest}")
     return 0
+
+
+def _file_size(p) -> int:
+    try:
+        return os.path.getsize(p)
+    except OSError:
+        return 0
 
 
 def cmd_encode_ray(args) -> int:
@@ -740,7 +768,7 @@ def cmd_encode_ray(args) -> int:
 
 def cmd_warmup(args) -> int:
     from . import warm
-    from .kernels.jit import CACHE
+    from .kernels.jit import USER_CACHE
     from .warm_worker import compile_parts, warm_encoding
 
     t0 = time.perf_counter()
@@ -751,7 +779,7 @@ def cmd_warmup(args) -> int:
         if not args.quiet:
             print(f"tltok warmup: {stage} kernels ready ({seconds:.0f} s)", file=sys.stderr, flush=True)
 
-    if CACHE and not warm.all_ready(enc.compile_stages):
+    if USER_CACHE and not warm.all_ready(enc.compile_stages):
         if not args.quiet:
             print("tltok warmup: compiling the kernels (one-time for this machine and version)...",
                   file=sys.stderr, flush=True)

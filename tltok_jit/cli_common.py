@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .errors import TltokError
 
-class CliError(Exception):
+
+class CliError(TltokError):
     """A user-facing error: printed as one line, exit status 2."""
 
 

@@ -21,10 +21,12 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .errors import TltokError
+
 _POLL = 0.05  # seconds: how often a blocked stage checks whether the job was stopped
 
 
-class JobError(Exception):
+class JobError(TltokError):
     """One line naming the file (and row) where the job failed."""
 
 

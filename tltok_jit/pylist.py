@@ -26,62 +26,13 @@ import platform
 import sys
 import threading
 
-import numba
 import numpy as np
-from numba.core import types
-from numba.extending import intrinsic
 
-from .kernels.jit import CACHE
+from .kernels.list_fill import fill_items as _fill, raise_counts as _raise_counts
 from .pages import populate_bytes
 from .threads import on_threads
 
 _ITEMS_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # PyObject_VAR_HEAD, then PyObject **ob_item
-
-
-@intrinsic
-def _store_i64(typingctx, addr, value):
-    """*(int64 *)addr = value."""
-    sig = types.void(types.int64, types.int64)
-
-    def codegen(context, builder, signature, args):
-        import llvmlite.ir as ir
-
-        p = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
-        builder.store(args[1], p)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _add_i64(typingctx, addr, value):
-    """*(int64 *)addr += value."""
-    sig = types.void(types.int64, types.int64)
-
-    def codegen(context, builder, signature, args):
-        import llvmlite.ir as ir
-
-        p = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
-        builder.store(builder.add(builder.load(p), args[1]), p)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@numba.njit(cache=CACHE, nogil=True, boundscheck=False)
-def _fill(items, ids, lo, hi, addrs):
-    """items[i] = addrs[ids[i]] (as PyObject*) for lo <= i < hi. The objects are immortal: no
-    reference count changes, so parts of one list may be filled on several threads at once."""
-    for i in range(lo, hi):
-        _store_i64(items + 8 * i, addrs[ids[i]])
-
-
-# The GIL stays held (nogil=False): the kernel changes reference counts.
-@numba.njit(cache=CACHE, nogil=False, boundscheck=False)
-def _raise_counts(addrs, lo, bias):
-    """Add `bias` to the reference count of the objects at addrs[lo:] (ob_refcnt is their first field)."""
-    for j in range(lo, len(addrs)):
-        _add_i64(addrs[j], bias)
 
 
 class _Filler:

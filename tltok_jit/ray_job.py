@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import TltokError
+
 MANIFEST = "_manifest.json"
 SHARD_LIST = "shards.txt"
 LOCK = ".tltok-ray.lock"
@@ -40,7 +42,7 @@ MANIFEST_VERSION = 1
 NO_RAY = "--ray needs Ray: pip install 'ray[data]'"
 
 
-class RayJobError(Exception):
+class RayJobError(TltokError):
     """A user-facing error of the Ray job: one line."""
 
 

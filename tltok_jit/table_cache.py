@@ -35,7 +35,7 @@ _TABLES_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "table
 
 
 def enabled() -> bool:
-    return jit.CACHE and not os.environ.get("TLTOK_NO_TABLE_CACHE") and not os.environ.get("NUMBA_CACHE_DIR")
+    return jit.USER_CACHE and not os.environ.get("TLTOK_NO_TABLE_CACHE")
 
 
 def fingerprint(model: ModelDescription, use_cache: bool) -> str:

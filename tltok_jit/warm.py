@@ -47,9 +47,9 @@ STAGES_ENV = "TLTOK_WARM_STAGES"  # the stages it uses, comma-separated
 
 
 def background_enabled() -> bool:
-    """True unless TLTOK_COMPILE=foreground or there is no kernel cache to share."""
-    return jit.CACHE and os.environ.get("TLTOK_COMPILE", "background") != "foreground" \
-        and not os.environ.get("NUMBA_CACHE_DIR")
+    """True unless the package's compiled kernels run here, TLTOK_COMPILE=foreground, or there is no
+    writable kernel cache to share."""
+    return jit.USER_CACHE and not jit.SHIPPED and os.environ.get("TLTOK_COMPILE", "background") != "foreground"
 
 
 def state_dir() -> str:
@@ -65,8 +65,9 @@ def _marker(stage: str) -> str:
 
 
 def stage_ready(stage: str) -> bool:
-    """The kernels of `stage` are in the cache (or caching is off, and each process compiles)."""
-    return not jit.CACHE or os.path.exists(_marker(stage))
+    """The kernels of `stage` are in the package or the cache (or no cache is writable, and each
+    process compiles what it needs)."""
+    return jit.SHIPPED or not jit.USER_CACHE or os.path.exists(_marker(stage))
 
 
 def all_ready(stages=STAGES) -> bool:

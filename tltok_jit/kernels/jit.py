@@ -1,269 +1,31 @@
-"""The one place kernels get their decorator: cached compilation into a user cache folder keyed by
-the package version and a hash of the kernel sources (never inside the installed package), and no
-cache when that folder is not writable (numba would otherwise fail at import)."""
+"""The one place kernels get their decorator (`njit`) and the intrinsics they share.
+
+Compiled machine code is kept on disk by `numba_cache` (the package's shipped kernels, then a user
+cache folder); nothing here changes numba for other code in the process."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import shutil
 import sys
-import tempfile
 
 import llvmlite.ir
 import numba
-import numba.core.caching
 import numba.core.cgutils
-import numba.core.environment
-import numba.core.typing.typeof
 import numba.extending
 import numpy as np
 
+from . import numba_cache
+from .numba_cache import KERNEL_CACHE_DIR, PACKAGE_DIR, VERSION, kernel_cache_root  # noqa: F401 (re-exported)
 
-PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VERSION = "0.1.0"  # tltok_jit.__version__ (kept here so the kernels never import the front end)
-
-
-def _kernel_source_hash() -> str:
-    """sha256 (first 12 hex digits) of every package source that defines or shapes a kernel: the
-    `kernels/` modules and any other module using `njit`. numba checks only the defining file of a
-    function, so an edited helper in another module would otherwise load stale machine code."""
-    h = hashlib.sha256()
-    for root, dirs, files in os.walk(PACKAGE_DIR):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for f in sorted(files):
-            if not f.endswith(".py"):
-                continue
-            path = os.path.join(root, f)
-            with open(path, "rb") as fh:
-                data = fh.read()
-            if os.path.basename(root) == "kernels" or b"njit" in data:
-                h.update(os.path.relpath(path, PACKAGE_DIR).encode() + b"\0" + data + b"\0")
-    return h.hexdigest()[:12]
-
-
-def kernel_cache_root() -> str:
-    """The folder holding one compiled-kernel cache per (version, kernel sources):
-    $TLTOK_KERNEL_CACHE, else $XDG_CACHE_HOME/tltok_jit/kernels, else ~/.cache/tltok_jit/kernels."""
-    d = os.environ.get("TLTOK_KERNEL_CACHE")
-    if d:
-        return os.path.abspath(d)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tltok_jit", "kernels")
-
-
-KERNEL_CACHE_DIR = os.path.join(kernel_cache_root(), f"{VERSION}-{_kernel_source_hash()}")
-
-
-class _KernelCacheLocator(numba.core.caching.UserProvidedCacheLocator):
-    """numba's user-directory locator, pointed at KERNEL_CACHE_DIR and only for this package's files
-    (other numba code in the process keeps its own cache)."""
-
-    def __init__(self, py_func, py_file):
-        super().__init__(py_func, py_file)
-        self._cache_path = os.path.join(KERNEL_CACHE_DIR, self.get_suitable_cache_subpath(py_file))
-
-    def ensure_cache_path(self):
-        # _cache_usable found the folder writable once; numba's own check writes a temporary file
-        # for every kernel, at import
-        os.makedirs(self.get_cache_path(), exist_ok=True)
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        if not os.path.abspath(py_file).startswith(PACKAGE_DIR + os.sep):
-            return None
-        return numba.core.caching._SourceFileBackedLocatorMixin.from_function.__func__(cls, py_func, py_file)
-
-
-def _cache_usable() -> bool:
-    if os.environ.get("TLTOK_NO_CACHE"):
-        return False
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return True  # the user chose numba's own cache folder
-    try:
-        os.makedirs(KERNEL_CACHE_DIR, exist_ok=True)
-        with tempfile.TemporaryFile(dir=KERNEL_CACHE_DIR):
-            pass
-    except OSError:
-        return False
-    numba.core.caching.CacheImpl._locator_classes.insert(0, _KernelCacheLocator)
-    return True
-
-
-CACHE = _cache_usable()
-
-
-def _load_overload_lean(self, sig, target_context):
-    """numba.core.caching.Cache.load_overload without its registry refresh.
-
-    Before loading a cached kernel, numba refreshes every typing and lowering registry of the CPU
-    target (importing most of numba.np / numba.cpython): ~0.35 s of a warm process's start, spent on
-    declarations only a compile reads. Loading machine code needs the NRT alone (allocations in the
-    kernels; none is a numba parallel loop, so no threading layer is needed). Any
-    compile still refreshes in full (numba's CompilerBase does so itself)."""
-    from numba.core.runtime import rtsys
-
-    rtsys.initialize(target_context)
-    with self._guard_against_spurious_io_errors():
-        return self._load_overload(sig, target_context)
-
-
-def _rebuild_env_lean(modname, consts, env_name):
-    """numba.core.environment._rebuild_env without importing a numba module that is not imported yet.
-
-    A cached kernel's machine code comes with the environment of every function it was built from,
-    numba's own `np.empty` and `len(str)` among them, and numba imports each one's module to hand it
-    the module's globals (numba.np.arrayobj alone: ~50 ms of a warm process's start). Only object-mode
-    code reads those globals (numba's pylowering); nopython kernels read the constants alone, so a
-    module not imported yet gets a stand-in dict."""
-    from numba.core.environment import Environment, lookup_environment
-
-    env = lookup_environment(env_name)
-    if env is not None:
-        return env
-    mod = sys.modules.get(modname)
-    if mod is None and not (modname or "").startswith("numba."):
-        mod = importlib.import_module(modname)
-    env = Environment(mod.__dict__ if mod is not None else {"__name__": modname})
-    env.consts[:] = consts
-    env.env_name = env_name
-    Environment._memo[env_name] = env
-    return env
-
-
-def _typeof_plain_ndarray(original):
-    """numba's typeof for np.ndarray, skipping its MaskedArray test for exact ndarrays: the test
-    reads `np.ma`, which imports numpy.ma (~20 ms) in the first call of any kernel."""
-    from numba.core import errors
-    from numba.np import numpy_support
-
-    def typeof_ndarray(val, c):
-        if type(val) is not np.ndarray:
-            return original(val, c)
-        try:
-            dtype = numpy_support.from_dtype(val.dtype)
-        except errors.NumbaNotImplementedError:
-            return original(val, c)  # its error
-        return numba.types.Array(dtype, val.ndim, numpy_support.map_layout(val), readonly=not val.flags.writeable)
-
-    return typeof_ndarray
-
-
-def _compile_nrt_functions_cached(ctx):
-    """numba.core.runtime.nrtdynmod.compile_nrt_functions, its machine code kept in the kernel cache
-    folder: numba compiles its runtime's helpers with LLVM in every process that runs a kernel (~35 ms
-    of a warm start). Keyed by numba's version and the target (CPU name and features)."""
-    import pickle
-
-    from numba.core.runtime import nrtdynmod
-
-    codegen = ctx.codegen()
-    key = hashlib.sha1(repr((numba.__version__, codegen.magic_tuple())).encode()).hexdigest()[:16]
-    path = os.path.join(KERNEL_CACHE_DIR, f"nrt-{key}.pickle")
-    try:
-        with open(path, "rb") as f:
-            state = pickle.load(f)
-    except Exception:  # noqa: BLE001 - absent or damaged: compile it (and save it) below
-        state = None
-    if state is not None:
-        return codegen.unserialize_library(state)
-    ir_mod, library = nrtdynmod.create_nrt_module(ctx)
-    library.enable_object_caching()
-    library.add_ir_module(ir_mod)
-    library.finalize()
-    try:  # written whole under another name, then renamed: a reader never sees half of it
-        fd, tmp = tempfile.mkstemp(dir=KERNEL_CACHE_DIR, prefix=".nrt-")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(_lazy_state(library, library.serialize_using_object_code()), f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-    return library
-
-
-_LAZY_KIND = "tltok-object"  # numba's "object" kind, plus the defined symbols' names (see _reduce_lazy)
-
-
-def _reduce_lazy(original):
-    """numba's CompileResultCacheImpl.reduce, for this package's kernels only: the library is saved
-    with the names of the symbols it defines, under a kind of its own.
-
-    Loading a cached library, numba parses its LLVM bitcode (kept for linking it into a later
-    compile) and walks it for those names: ~13 ms of a warm process's start for the two kernels
-    and the scanner a first encode loads. With the names saved, the bitcode is parsed only if a
-    compile in the process links against the library (_unserialize_lazy). Other numba code in the
-    process keeps numba's format (its cache files must load without this package)."""
-
-    def reduce(self, cres):
-        payload = original(self, cres)
-        if payload[0][1] != "object" or not isinstance(self._locator, _KernelCacheLocator):
-            return payload
-        return (_lazy_state(cres.library, payload[0]),) + tuple(payload[1:])
-
-    return reduce
-
-
-def _lazy_state(library, state: tuple) -> tuple:
-    """numba's serialized form `state` of `library` ("object" kind), as _reduce_lazy saves it."""
-    name, _, (object_code, bitcode) = state
-    mod = library._get_module_for_linking()
-    names = tuple(sorted({gv.name for gs in (mod.functions, mod.global_variables) for gv in gs
-                          if not gv.is_declaration}))
-    return name, _LAZY_KIND, (object_code, bitcode, names)
-
-
-def _unserialize_lazy(original):
-    """CPUCodeLibrary._unserialize that also reads _reduce_lazy's kind: the machine code is loaded
-    as numba loads it, the defined names are registered from the list, and the bitcode is kept
-    unparsed until _get_module_for_linking asks for it."""
-
-    def _unserialize(cls, codegen, state):
-        name, kind, data = state
-        if kind != _LAZY_KIND:
-            return original(codegen, state)
-        object_code, shared_bitcode, names = data
-        self = codegen.create_library(name)
-        self.enable_object_caching()
-        self._set_compiled_object(object_code)
-        self._tltok_bitcode = shared_bitcode
-        self._finalize_final_module()
-        codegen._engine._defined_symbols.update(names)
-        return self
-
-    return classmethod(_unserialize)
-
-
-def _module_for_linking_lazy(original):
-    def _get_module_for_linking(self):
-        bitcode = self.__dict__.pop("_tltok_bitcode", None)
-        if bitcode is not None and self._shared_module is None:
-            import llvmlite.binding as ll
-
-            self._shared_module = ll.parse_bitcode(bitcode)
-        return original(self)
-
-    return _get_module_for_linking
-
-
-if CACHE and not os.environ.get("NUMBA_CACHE_DIR"):
-    from numba.core import codegen as _codegen
-
-    numba.core.caching.CompileResultCacheImpl.reduce = _reduce_lazy(numba.core.caching.CompileResultCacheImpl.reduce)
-    _codegen.CPUCodeLibrary._unserialize = _unserialize_lazy(_codegen.CPUCodeLibrary._unserialize)
-    _codegen.CPUCodeLibrary._get_module_for_linking = _module_for_linking_lazy(
-        _codegen.CPUCodeLibrary._get_module_for_linking)
-
-
-if not os.environ.get("TLTOK_FULL_REFRESH"):
-    numba.core.caching.Cache.load_overload = _load_overload_lean
-    if CACHE and not os.environ.get("NUMBA_CACHE_DIR"):
-        import numba.core.runtime.nrtdynmod
-
-        numba.core.runtime.nrtdynmod.compile_nrt_functions = _compile_nrt_functions_cached
-    numba.core.environment._rebuild_env = _rebuild_env_lean
-    _typeof_impl = numba.core.typing.typeof.typeof_impl
-    _typeof_impl.register(np.ndarray)(_typeof_plain_ndarray(_typeof_impl.dispatch(np.ndarray)))
+# True when kernels' machine code is kept on disk (shipped or user folder): compiled at most once
+CACHE = numba_cache.ENABLED
+# True when this machine's own compiles are kept (the user folder is writable): the background
+# compile and the table cache need it
+USER_CACHE = numba_cache.USER_CACHE
+# True when the package's shipped kernels run in this process: nothing needs compiling
+SHIPPED = numba_cache.SHIPPED
 
 
 def prune_kernel_caches(keep: int = 3) -> list[str]:
@@ -357,7 +119,7 @@ def compile_lock(fn):
     without the cache."""
     import contextlib
 
-    return _CompileLock(fn) if CACHE else contextlib.nullcontext()
+    return _CompileLock(fn) if USER_CACHE else contextlib.nullcontext()
 
 
 def _shared_compile(dispatcher):
@@ -379,15 +141,19 @@ def _shared_compile(dispatcher):
 
 
 def _dispatcher(fn, kwargs):
+    cache = kwargs.pop("cache")
     d = _one_variant(numba.njit(**kwargs)(fn))
-    return _shared_compile(d) if CACHE and kwargs.get("cache") else d
+    if not cache:
+        return d
+    d = numba_cache.cached_dispatcher(d)
+    return _shared_compile(d) if USER_CACHE else d
 
 
 def njit(*args, **kwargs):
-    """`numba.njit` with `cache=True` (when possible), `nogil=True`, no bounds checks, one variant
-    per non-literal argument types (_one_variant), and each kernel loaded or compiled under its
-    cross-process lock (_CompileLock)."""
-    kwargs.setdefault("cache", CACHE)
+    """`numba.njit` with this package's kernel cache (numba_cache; unless cache=False), `nogil=True`,
+    no bounds checks, one variant per non-literal argument types (_one_variant), and each kernel
+    loaded or compiled under its cross-process lock (_CompileLock)."""
+    kwargs.setdefault("cache", True)
     kwargs.setdefault("nogil", True)
     kwargs.setdefault("boundscheck", False)
     if args and callable(args[0]):

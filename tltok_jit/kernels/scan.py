@@ -59,7 +59,6 @@ from ..unicode.classes import (
     CLS_SPACE,
 )
 from .jit import (
-    CACHE,
     LITTLE_ENDIAN,
     byte_mask64,
     compile_lock,
@@ -68,6 +67,7 @@ from .jit import (
     njit,
     trailing_zeros,
 )
+from .numba_cache import cached_cfunc
 from .scanner_slots import N_SCANNERS, SCANNER_SIG, SLOTS, call_scanner
 from .utf8 import cp_class, decode_cp, run3
 
@@ -1025,7 +1025,7 @@ def load_scanner(kind: int) -> int:
         with global_compiler_lock, compile_lock(SCANNER_ENTRIES[kind]):
             cf = _loaded.get(kind)
             if cf is None:
-                cf = numba.cfunc(SCANNER_SIG, cache=CACHE, nopython=True, boundscheck=False)(SCANNER_ENTRIES[kind])
+                cf = cached_cfunc(SCANNER_SIG, SCANNER_ENTRIES[kind], nopython=True, boundscheck=False)
                 _loaded[kind] = cf
                 SLOTS[kind] = cf.address
     return cf.address
