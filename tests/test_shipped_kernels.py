@@ -111,7 +111,7 @@ def test_ray_actors_on_empty_caches_compile_nothing(tmp_path):
 
 def _doctored(tmp_path, **change) -> Path:
     d = tmp_path / "compiled"
-    d.mkdir()
+    d.mkdir(parents=True)
     m = numba_cache.build_identity()
     m.update(cpu=numba_cache.BASELINE_CPU, features=list(numba_cache.BASELINE_FEATURES), magic=["t", "c", ""])
     m.update(change)
