@@ -120,7 +120,7 @@ def _charsmap(m: SentencePieceModel) -> tuple[np.ndarray, np.ndarray]:
     if len(blob) <= 4:
         raise TokenizerAssetError(f"{where} is broken ({len(blob)} bytes)")
     (trie_size,) = struct.unpack("<I", blob[:4])
-    if trie_size >= len(blob) or trie_size % 4:
+    if 4 + trie_size > len(blob) or trie_size % 4:
         raise TokenizerAssetError(f"{where}: trie size {trie_size} does not fit the {len(blob)}-byte blob")
     units = np.frombuffer(blob, dtype="<u4", count=trie_size // 4, offset=4).astype(np.uint32)
     repl = np.frombuffer(blob, dtype=np.uint8, offset=4 + trie_size).copy()

@@ -166,10 +166,13 @@ def parse_model_proto(data: bytes, where: str = "<bytes>") -> SentencePieceModel
             saw_trainer = True
             for n2, w2, v2, at2 in r.fields(*value):
                 if n2 == 3:
+                    r.expect(w2, 0, n2, at2, "TrainerSpec")
                     model.model_type = _int32(v2)
                 elif n2 == 35:
+                    r.expect(w2, 0, n2, at2, "TrainerSpec")
                     model.byte_fallback = bool(v2)
                 elif n2 == 24:
+                    r.expect(w2, 0, n2, at2, "TrainerSpec")
                     model.treat_whitespace_as_suffix = bool(v2)
                 elif n2 == 44:
                     r.expect(w2, 2, n2, at2, "TrainerSpec")
