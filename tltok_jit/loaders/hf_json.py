@@ -69,6 +69,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -149,21 +150,59 @@ class HFPipeline:
 # Reading
 # ------------------------------------------------------------------------------------------------
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate_at(node, path: str = "") -> str | None:
+    """The JSON path of the first string (or object key) holding a lone surrogate, else None."""
+    if isinstance(node, str):
+        return path if _LONE_SURROGATE.search(node) else None
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if _LONE_SURROGATE.search(k):
+                return f"{path}.{k!r}" if path else repr(k)
+            found = _lone_surrogate_at(v, f"{path}.{k}" if path else k)
+            if found is not None:
+                return found
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            found = _lone_surrogate_at(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
 def _load_json(path) -> object:
     p = os.fspath(path)
     with open(p, "rb") as f:  # FileNotFoundError / OSError propagate with the path
         raw = f.read()
     try:
-        return json.loads(raw.decode("utf-8"))
+        d = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise TokenizerFileError(f"{p}: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise TokenizerFileError(f"{p}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{p}: JSON nested too deeply") from None
+    # A \uD800-\uDFFF escape that is not half of a pair reads as a lone surrogate, which no text
+    # holds and UTF-8 cannot encode (serde_json, and so `tokenizers`, refuses the file).
+    if _SURROGATE_ESCAPE.search(raw):
+        at = _lone_surrogate_at(d)
+        if at is not None:
+            raise TokenizerFileError(f"{p}: {at or 'the top level'} holds a lone surrogate (\\uD800-\\uDFFF escape)")
+    return d
+
+
+def _is_id(v) -> bool:
+    """A token id as `tokenizers` reads one (a u32)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**32
 
 
 def _added_token(d, where, fname) -> AddedToken:
-    if not isinstance(d, dict) or not isinstance(d.get("content"), str) or not isinstance(d.get("id"), int):
-        raise TokenizerFileError(f"{where}: {fname} needs an integer id and a string content, got {d!r}")
+    if not isinstance(d, dict) or not isinstance(d.get("content"), str) or not _is_id(d.get("id")):
+        raise TokenizerFileError(f"{where}: {fname} needs a token id (an integer 0..2**32-1) and a string "
+                                 f"content, got {_shown(d)}")
     for flag in ("single_word", "lstrip", "rstrip"):
         if d.get(flag, False):
             raise UnsupportedTokenizerError(where, f"{fname}.{flag}", d.get(flag),
@@ -172,6 +211,27 @@ def _added_token(d, where, fname) -> AddedToken:
         raise TokenizerFileError(f"{where}: {fname} has an empty content")
     return AddedToken(d["content"], d["id"], special=bool(d.get("special", False)),
                       normalized=bool(d.get("normalized", False)))
+
+
+def _shown(v, limit: int = 200) -> str:
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit] + "..."
+
+
+def _check_vocab_ids(vocab_str: dict, where) -> None:
+    """Ids are u32 (as `tokenizers` reads them), and the largest leaves at most as many ids unused
+    as there are tokens (plus 1024): the tables are arrays indexed by id."""
+    for s, i in vocab_str.items():
+        if not _is_id(i):
+            raise TokenizerFileError(f"{where}: model.vocab[{_shown(s)}] = {_shown(i)} is not a token id "
+                                     "(an integer 0..2**32-1)")
+    if vocab_str:
+        top = max(vocab_str.values())
+        bound = 2 * len(vocab_str) + 1024
+        if top >= bound:
+            s = next(s for s, i in vocab_str.items() if i == top)
+            raise TokenizerFileError(f"{where}: model.vocab[{_shown(s)}] = {top}: the {len(vocab_str)} tokens' ids "
+                                     f"must be below {bound} (twice their number plus 1024)")
 
 
 def _merge_pairs(merges, where) -> list[tuple[str, str]]:
@@ -331,8 +391,9 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         if model.get(key) not in (None, ""):
             raise UnsupportedTokenizerError(where, f"model.{key}", model.get(key))
     vocab_str = model.get("vocab")
-    if not isinstance(vocab_str, dict) or not all(isinstance(v, int) for v in vocab_str.values()):
+    if not isinstance(vocab_str, dict):
         raise TokenizerFileError(f"{where}: model.vocab must be an object of token -> integer id")
+    _check_vocab_ids(vocab_str, where)
     merges_raw = model.get("merges", [])
     if not isinstance(merges_raw, list):
         raise TokenizerFileError(f"{where}: model.merges must be a list")
@@ -416,6 +477,8 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
     if not byte_level:
         unk = model.get("unk_token")
         if unk is not None:
+            if not isinstance(unk, str):
+                raise TokenizerFileError(f"{where}: model.unk_token must be a string or null, got {_shown(unk)}")
             if unk not in vocab_str:
                 raise TokenizerFileError(f"{where}: model.unk_token {unk!r} is not in the vocabulary")
             unk_id = vocab_str[unk]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import UnsupportedTokenizerError
+from ..errors import TokenizerFileError, UnsupportedTokenizerError
 from ..loaders.byte_alphabet import beta_decode
 from .fields import metaspace_fields, read_stages
 
@@ -126,7 +126,10 @@ class Replace(Decoder):
         pat = obj.get("pattern")
         if not (isinstance(pat, dict) and set(pat) == {"String"} and isinstance(pat["String"], str)):
             raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat, "only String patterns")
-        return cls(pat["String"], obj.get("content", ""))
+        content = obj.get("content", "")
+        if not isinstance(content, str):
+            raise TokenizerFileError(f"{where}: {fieldname}.content must be a string, got {content!r}")
+        return cls(pat["String"], content)
 
     @property
     def windowed_after_join(self) -> bool:
@@ -183,7 +186,16 @@ class Strip(Decoder):
 
     @classmethod
     def from_json(cls, obj: dict, where: str, fieldname: str) -> "Strip":
-        return cls(obj.get("content", " "), int(obj.get("start", 0)), int(obj.get("stop", 0)))
+        content = obj.get("content", " ")
+        if not isinstance(content, str) or len(content) != 1:
+            raise TokenizerFileError(f"{where}: {fieldname}.content must be one character, got {content!r}")
+        counts = []
+        for key in ("start", "stop"):
+            v = obj.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise TokenizerFileError(f"{where}: {fieldname}.{key} must be a non-negative integer, got {v!r}")
+            counts.append(v)
+        return cls(content, *counts)
 
     @property
     def needs_primer_text(self) -> bool:

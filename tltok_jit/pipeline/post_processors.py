@@ -40,13 +40,17 @@ class TemplateProcessing(PostProcessor):
     def from_json(cls, obj: dict, where: str, fieldname: str) -> "TemplateProcessing":
         prefix: list[int] = []
         suffix: list[int] = []
-        specials = obj.get("special_tokens") or {}
+        specials = obj.get("special_tokens")
+        if specials is None:
+            specials = {}
+        if not isinstance(specials, dict):
+            raise TokenizerFileError(f"{where}: {fieldname}.special_tokens must be an object")
         single = obj.get("single")
         if not isinstance(single, list):
             raise TokenizerFileError(f"{where}: {fieldname}.single must be a list")
         before = True
         for item in single:
-            if not isinstance(item, dict) or len(item) != 1:
+            if not isinstance(item, dict) or len(item) != 1 or not isinstance(next(iter(item.values())), dict):
                 raise TokenizerFileError(f"{where}: {fieldname}.single has a malformed item {item!r}")
             (k, v), = item.items()
             if k == "Sequence":
@@ -55,10 +59,14 @@ class TemplateProcessing(PostProcessor):
                 before = False
             elif k == "SpecialToken":
                 name = v.get("id")
-                sp = specials.get(name)
-                if sp is None or not isinstance(sp.get("ids"), list):
+                sp = specials.get(name) if isinstance(name, str) else None
+                if not isinstance(sp, dict) or not isinstance(sp.get("ids"), list):
                     raise TokenizerFileError(f"{where}: {fieldname}.single uses {name!r}, not in special_tokens")
-                (prefix if before else suffix).extend(int(i) for i in sp["ids"])
+                for i in sp["ids"]:
+                    if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 2**32:
+                        raise TokenizerFileError(
+                            f"{where}: {fieldname}.special_tokens[{name!r}].ids holds {i!r}, not a token id")
+                (prefix if before else suffix).extend(sp["ids"])
             else:
                 raise TokenizerFileError(f"{where}: {fieldname}.single has a malformed item {item!r}")
         return cls(tuple(prefix), tuple(suffix))
