@@ -9,7 +9,8 @@ __all__ = ["read_units"]
 
 def read_units(path: str, *, key: str = "units") -> dict[int, str]:
     """id -> piece. Each non-empty line is exactly two whitespace-separated fields, the second a
-    non-negative integer (WeNet's `read_symbol_table` asserts the same); ids and pieces are unique."""
+    non-negative integer (WeNet's `read_symbol_table` asserts the same); ids and pieces are unique, and
+    the largest id is below twice the number of symbols plus 1024."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -38,4 +39,12 @@ def read_units(path: str, *, key: str = "units") -> dict[int, str]:
         seen[piece] = i
     if not table:
         raise TokenizerAssetError(f"asset {key!r} ({path}) holds no symbols")
+    # The tokenizer's arrays are indexed by id: a table whose ids are mostly unused would size them
+    # by one stray large id.
+    top = max(table)
+    bound = 2 * len(table) + 1024
+    if top >= bound:
+        lineno = next(n for n, line in enumerate(lines, 1) if line.split()[1:] and int(line.split()[1]) == top)
+        raise TokenizerAssetError(f"asset {key!r} ({path}) line {lineno}: id {top} is too large for "
+                                  f"{len(table)} symbols (ids must be below {bound}, twice their number plus 1024)")
     return table
