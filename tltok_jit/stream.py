@@ -20,8 +20,10 @@ decode(ids) is `b"".join(token bytes).decode("utf-8", "replace")` (tiktoken's an
 A tokenizer.json whose decoder is a chain (Mistral-7B: Replace, ByteFallback, Fuse, Strip) decodes
 through `decoder_chain`: for such a tokenizer (`enc.decoder_chain()` is not None) every class and
 function here runs the chain's `ChainStream`, a bounded window of recent ids, so its text is
-decode's too; a byte-fallback run is held back until a non-byte token ends it (`pending` holds its
-bytes, which may be more than 3).
+decode's too; a byte-fallback run is held back while its bytes are well-formed UTF-8 so far, until a
+non-byte token ends it (`pending` holds its bytes, which may be more than 3). Once a byte of it is
+ill-formed, its text (one U+FFFD per byte) is emitted, and each later byte's U+FFFD as it comes.
+Per id the work is O(1) amortized at any run length.
 
 How: one stream at a time is Python-call-bound, so `StreamDecoder` returns a precomputed str for a
 token that is complete UTF-8 when nothing is pending, and otherwise runs CPython's C UTF-8 decoder
@@ -364,10 +366,10 @@ class _ChainStreamDecoder(StreamDecoder):
             token_id = check_int(token_id, "token_id")
         if not 0 <= token_id < self._n or not self._tables.valid[token_id]:
             raise self._tables.bad_id(operator.index(token_id))
-        return self._stream.push((token_id,))[0]
+        return self._stream.push((token_id,))
 
     def push_many(self, ids) -> str:
-        return self._stream.push(_checked_ids(self._tables, ids))[0]
+        return self._stream.push(_checked_ids(self._tables, ids))
 
     @property
     def pending(self) -> bytes:
@@ -375,7 +377,7 @@ class _ChainStreamDecoder(StreamDecoder):
         return self._stream.pending
 
     def finish(self) -> str:
-        s = self._stream.push((), final=True)[0]
+        s = self._stream.push((), final=True)
         self._stream.reset()
         return s
 
@@ -425,7 +427,7 @@ def _chain_incremental(tables: TokenTables, new_ids, state: dict, final: bool) -
     stream = state.get("_chain")
     if stream is None or stream.chain is not tables.chain:
         stream = state["_chain"] = ChainStream(tables.chain)
-    delta, _rest = stream.push(_checked_ids(tables, new_ids), final)
+    delta = stream.push(_checked_ids(tables, new_ids), final)
     _append_text(state, delta)
     return delta
 
@@ -440,9 +442,10 @@ def token_pieces(enc, ids) -> list:
     tables = token_tables(enc)
     if tables.chain is not None:
         stream = ChainStream(tables.chain)
-        pieces = [stream.push((i,))[0] for i in _checked_ids(tables, ids)]
+        push = stream.push
+        pieces = [push((i,)) for i in _checked_ids(tables, ids)]
         if pieces:
-            pieces[-1] += stream.push((), final=True)[0]
+            pieces[-1] += stream.push((), final=True)
         return pieces
     ids = _as_id_array(ids, tables)
     m = ids.shape[0]
@@ -665,7 +668,7 @@ class _ChainMultiStreamDecoder(MultiStreamDecoder):
     def step(self, ids, streams=None) -> list:
         ids, streams = self._check(ids, streams)
         ss = self._streams
-        return [ss[j].push((i,))[0] for i, j in zip(ids, streams)]
+        return [ss[j].push((i,)) for i, j in zip(ids, streams)]
 
     def step_bytes(self, ids, streams=None) -> tuple:
         parts = [d.encode("utf-8") for d in self.step(ids, streams)]
@@ -691,7 +694,7 @@ class _ChainMultiStreamDecoder(MultiStreamDecoder):
 
     def finish(self, i) -> str:
         s = self._streams[self._stream(i)]
-        text = s.push((), final=True)[0]
+        text = s.push((), final=True)
         s.reset()
         return text
 

@@ -27,16 +27,19 @@ class Decoder:
 
     joins:               after it, a stage sees text of several tokens (a byte run is one string).
     is_byte_fallback:    it renders `<0xNN>` tokens as bytes.
+    is_byte_level:       it decodes the joined bytes of its tokens (`token_bytes`), so its text may end
+                         in the U+FFFD of a character the next token completes.
     windowed_after_join: a match of it cannot span joined tokens (False: a Replace of several
                          characters or of "" after a join).
-    needs_primer_text / end_strip: what a Strip after a join makes a stream window hold back.
+    needs_primer_text:   a stream window restarts only on a primer whose text is not empty (a Strip
+                         after a join).
     """
 
     joins = False
     is_byte_fallback = False
+    is_byte_level = False
     windowed_after_join = True
     needs_primer_text = False
-    end_strip: str | None = None
 
     @classmethod
     def from_json(cls, obj: dict, where: str, fieldname: str) -> "Decoder":
@@ -89,9 +92,15 @@ class ByteLevel(Decoder):
     """`ByteLevel`: the tokens' GPT-2 byte-alphabet characters as bytes, decoded as UTF-8 (replace)."""
 
     joins = True
+    is_byte_level = True
+
+    @staticmethod
+    def token_bytes(t: str) -> bytes:
+        """The bytes one token string stands for."""
+        return beta_decode(t) or t.encode("utf-8")
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
-        raw = b"".join(beta_decode(t) or t.encode("utf-8") for t in tokens)
+        raw = b"".join(map(self.token_bytes, tokens))
         return [raw.decode("utf-8", "replace")]
 
 
@@ -199,11 +208,9 @@ class Strip(Decoder):
 
     @property
     def needs_primer_text(self) -> bool:
-        return self.start > 0
-
-    @property
-    def end_strip(self) -> str | None:
-        return self.content if self.stop > 0 else None
+        # a primer whose text is not empty is stripped at its edges as the whole text is there: the
+        # start strip stops inside it, and the end strip finds as many characters to take at its end
+        return self.start > 0 or self.stop > 0
 
     def decode_chain(self, tokens: list[str]) -> list[str]:
         return _strip(tokens, self.content, self.start, self.stop)
