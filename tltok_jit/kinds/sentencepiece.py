@@ -253,46 +253,49 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
             self._byte_surfaces(bytes(piece_bytes[j] for j in ids[byte_start:]), out, byte_start)
         return out
 
-    def _render_run(self, run: list[int]) -> str:
+    def _render_run(self, run: bytes | bytearray | list[int]) -> str:
         out = [""] * len(run)
         self._byte_surfaces(bytes(run), out, 0)
         return "".join(out)
 
     def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
-        """O(new ids): SentencePiece's decode is a left-to-right pass whose state is three flags and
-        the pending run of byte pieces. A pending run's incomplete last character is held back."""
+        """O(new ids) at any length: SentencePiece's decode is a left-to-right pass whose state is
+        three flags and the open run of byte pieces. A byte run renders character by character, so
+        of an open run only its unfinished last character (at most 3 bytes) is held back; the rest
+        is rendered once."""
         types = self.model.types
         piece_bytes = self.tables.piece_bytes
-        # the committed text is extended in place (no other reference to it is left in `state`, so
-        # CPython's `+=` appends): a call costs O(new ids), not O(text so far)
-        committed = state.pop("_committed", "")
-        run = state.get("_run", [])
+        run = bytearray(state.get("_run", b""))  # the open run's bytes not rendered yet
+        in_run = state.get("_in_run", False)     # a byte piece came after the last other piece
         is_bos_ws, bos_ws_seen, has_text = state.get("_flags", (True, False, False))
         parts = []
         for i in self._kept(new_ids):
             if types[i] == BYTE:
                 run.append(piece_bytes[i])
+                in_run = True
                 continue
-            if run:
-                parts.append(self._render_run(run))
-                run = []
-                has_text = True
+            if in_run:
+                if run:
+                    parts.append(self._render_run(run))
+                    run = bytearray()
+                in_run = False
+                has_text = True  # a byte run always renders something
             if bos_ws_seen or has_text:
                 is_bos_ws = False
             text, bos_ws_seen = self._piece_text(i, is_bos_ws)
             parts.append(text)
             has_text = has_text or bool(text)
-        if parts:
-            committed += "".join(parts)
-        cut = len(run) if final else incomplete_tail_start(bytes(run))
-        tail = self._render_run(run[:cut]) if cut else ""
-        emitted = state.get("_emitted", 0)
-        delta = committed[emitted:] + tail if emitted <= len(committed) else tail[emitted - len(committed):]
-        state["_committed"] = committed
-        state["_run"] = run
+        if run:
+            # no character spans the cut (a lead byte starts the tail), so the run renders in two parts
+            cut = len(run) if final else incomplete_tail_start(bytes(run))
+            if cut:
+                parts.append(self._render_run(run[:cut]))
+                del run[:cut]
+        state["_run"] = bytes(run)
+        state["_in_run"] = in_run
         state["_flags"] = (is_bos_ws, bos_ws_seen, has_text)
-        state["_emitted"] = len(committed) + len(tail)
-        text = state.pop("text", "")  # the emitted text, extended in place like `committed`
+        delta = "".join(parts)
+        text = state.pop("text", "")  # the emitted text: with no other reference left, `+=` extends it in place
         text += delta
         state["text"] = text
         return delta
