@@ -82,7 +82,8 @@ class SymbolTableTokenizer(RowColumns, Tokenizer):
         return "".join(self._render(ids)).strip()
 
     def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
-        """Trailing whitespace is held back (the final strip would remove it); `final` changes nothing."""
+        """Trailing whitespace is held back (the final strip would remove it); `final` changes nothing.
+        O(new ids) at any length: the held whitespace is a chain of its parts, joined once text follows."""
         added = "".join(self._render(new_ids))
         text = state.pop("text", "")  # the only reference left: the append below extends it in place
         if not text:
@@ -90,9 +91,21 @@ class SymbolTableTokenizer(RowColumns, Tokenizer):
             if not added:
                 state["text"] = ""
                 return ""
-        combined = state.get("_ws", "") + added
-        visible = combined.rstrip()
-        state["_ws"] = combined[len(visible):]
+        held = state.get("_ws")  # None, or (earlier parts, last part): never changed in place
+        visible = added.rstrip()
+        if not visible:
+            if added:
+                state["_ws"] = (held, added)
+            state["text"] = text
+            return ""
+        tail = added[len(visible):]
+        if held is not None:
+            parts = [visible]
+            while held is not None:
+                held, part = held
+                parts.append(part)
+            visible = "".join(reversed(parts))
+        state["_ws"] = (None, tail) if tail else None
         text += visible
         state["text"] = text
         return visible
