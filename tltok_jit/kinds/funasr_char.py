@@ -18,15 +18,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from ..tokenizer import (
-    TokenIdError,
-    Tokenizer,
-    TokenizerAssetError,
-    TokenizerError,
-    TokenizerSpec,
-    WindowedIncremental,
+from ..tokenizer import TokenIdError, Tokenizer, TokenizerAssetError, TokenizerError, TokenizerSpec
+from .funasr_postprocess import (
+    PostprocessStream,
+    is_all_alpha,
+    is_all_chinese,
+    mode_stable,
+    sentence_postprocess,
+    token_class,
 )
-from .funasr_postprocess import is_all_alpha, is_all_chinese, sentence_postprocess
 from .row_columns import RowColumns
 
 __all__ = ["FunASRCharTokenizer", "build", "read_tokens_json"]
@@ -60,13 +60,13 @@ def _is_cjk(ch: str) -> bool:
     return "\u4e00" <= ch <= "\u9fff"
 
 
-class FunASRCharTokenizer(WindowedIncremental, RowColumns, Tokenizer):
+class FunASRCharTokenizer(RowColumns, Tokenizer):
     """tokens.json behind the contract; see the module docstring for both directions.
 
-    Streaming decodes a window: the window shrinks only after a settled token (a Chinese token or an
-    English word of two or more letters, which fixes whether an English word was last and leaves no
-    abbreviation open) and with no "@@" piece still pending (a Chinese token does not end one: its
-    letters join the next English word)."""
+    Streaming runs `sentence_postprocess` one token at a time (`funasr_postprocess.PostprocessStream`):
+    held back is only what a later token may still change (a "@@" word in progress, the last entry
+    after an English word, which a Chinese token pops, an abbreviation's last letter and space,
+    trailing whitespace), at O(1) per id."""
 
     kind = "funasr_char"
 
@@ -84,16 +84,13 @@ class FunASRCharTokenizer(WindowedIncremental, RowColumns, Tokenizer):
         self.special_ids = frozenset(chosen | {self._index[t] for t in _WASHED if t in self._index})
         self.unk_id = self._index.get("<unk>")
         self._max_len = max(len(t) for t in self.tokens)
-        self._maybe_revised = [
-            "@@" in t or (len(t) == 1 and t.encode("utf-8").isalpha()) or not (is_all_chinese(t) or is_all_alpha(t))
-            for t in self.tokens]
-        self._alpha_word = ["@@" not in t and not is_all_chinese(t) and is_all_alpha(t) for t in self.tokens]
+        self._classes = [token_class(t) for t in self.tokens]
+        self._modes = [(is_all_chinese([t]), is_all_alpha([t])) for t in self.tokens]
         # sentence_postprocess picks its mode (all Chinese / all alphabetic / mixed) from the whole
-        # list after deleting spaces and the washed names inside tokens; a token changed by that
-        # deletion renders differently per mode, so a later token can revise any earlier one and
-        # nothing settles before the end. Paraformer vocabularies hold no such token.
-        self._mode_sensitive = any(
-            t not in _WASHED and (" " in t or any(w in t for w in _WASHED)) for t in self.tokens)
+        # list; a token that renders differently per mode (a space or a washed name inside it, which
+        # the mode test deletes, or a mixed-mode reading unlike its mode's) makes a stream hold
+        # everything until the mode is known. Paraformer vocabularies hold no such token.
+        self._mode_stable = all(mode_stable(t) for i, t in enumerate(self.tokens) if i not in self.special_ids)
 
     # ------------------------------------------------------------------ decode
     def _words(self, ids) -> list[str]:
@@ -102,29 +99,20 @@ class FunASRCharTokenizer(WindowedIncremental, RowColumns, Tokenizer):
     def decode(self, ids: Sequence[int]) -> str:
         return sentence_postprocess(self._words(ids))
 
-    def unsettled_count(self, ids: Sequence[int]) -> int:
-        # Still open to revision: a trailing single ASCII letter (an abbreviation may upper-case and
-        # join it), a "@@" piece (pending), and a token that is neither Chinese nor alphabetic (a
-        # Chinese token after an English word pops the last entry, which may be that token).
-        # Special ids in between are transparent.
-        if self._mode_sensitive:
-            return len(ids)
-        n = 0
-        for i in reversed(ids):
-            if i not in self.special_ids and not self._maybe_revised[i]:
-                break
-            n += 1
-        return n
-
-    def window_can_restart(self, ids) -> bool:
-        for i in reversed(ids):
-            if i in self.special_ids:
-                continue
-            if "@@" in self.tokens[i]:
-                return False
-            if self._alpha_word[i]:
-                return True  # an English word takes every pending piece
-        return True  # no piece since the window last restarted, when none was pending
+    def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
+        """O(new ids) at any length (see the class docstring); the state is never changed in place."""
+        stream = state.get("_post")
+        stream = PostprocessStream(self._mode_stable) if stream is None else stream.copy()
+        tokens, classes, modes, special = self.tokens, self._classes, self._modes, self.special_ids
+        for i in self.check_ids(new_ids):
+            if i not in special:
+                stream.feed(tokens[i], classes[i], *modes[i])
+        delta = stream.take(final)
+        state["_post"] = stream
+        text = state.pop("text", "")  # the emitted text: with no other reference left, `+=` extends it in place
+        text += delta
+        state["text"] = text
+        return delta
 
     # ------------------------------------------------------------------ encode
     def _unk(self, text: str) -> int:
