@@ -428,7 +428,12 @@ class Encoding:
 
     @property
     def compile_state(self) -> str:
-        """"compiled" (kernels loaded) or "interim" (the Python encoder answers while they compile)."""
+        """"compiled" (kernels loaded) or "interim" (the Python encoder answers while they compile).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.compile_state
+        'compiled'
+        """
         return "interim" if self._interim is not None and self._compiled_tables is None else "compiled"
 
     # ------------------------------------------------------------------ construction
@@ -480,19 +485,42 @@ class Encoding:
     # ------------------------------------------------------------------ properties
     @property
     def special_tokens_set(self) -> set[str]:
+        """The special tokens' texts (tiktoken's attribute).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> sorted(enc.special_tokens_set)
+        ['<|endofprompt|>', '<|endoftext|>']
+        """
         return set(self._special_tokens)
 
     @property
     def eot_token(self) -> int:
+        """The id of `<|endoftext|>` (KeyError when the model has none).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.eot_token
+        199999
+        """
         return self._special_tokens["<|endoftext|>"]
 
     @property
     def max_token_value(self) -> int:
+        """The largest id, special tokens included.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.max_token_value
+        200018
+        """
         return self.n_vocab - 1
 
     @property
     def unicode_version(self) -> str:
-        """The Unicode version of the character classes the split pattern is evaluated with."""
+        """The Unicode version of the character classes the split pattern is evaluated with.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.unicode_version
+        '16.0.0'
+        """
         return self._compiled.unicode_version
 
     def token_byte_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -996,6 +1024,12 @@ class Encoding:
         return objs
 
     def encode_ordinary_to_numpy(self, text: str, *, num_threads: int | None = None) -> np.ndarray:
+        """`encode_ordinary` as a uint32 array.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_ordinary_to_numpy("hello world")
+        array([24912,  2375], dtype=uint32)
+        """
         check_text(text)
         if self._serve_interim("single"):
             return np.array(self._interim_ids(text, (), ()), dtype=np.uint32)
@@ -1125,7 +1159,12 @@ class Encoding:
                               allowed_special: AllowedSpecial = set(),
                               disallowed_special: DisallowedSpecial = "all",
                               add_special_tokens: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel."""
+        """(flat uint32 ids, int64 row offsets) for a list of strings, in parallel.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_batch_to_numpy(["hello world", "hi"])
+        (array([24912,  2375,  3686], dtype=uint32), array([0, 2, 3]))
+        """
         texts = texts if isinstance(texts, (list, tuple)) else list(texts)
         if self._serve_interim("rows"):
             rows = self._interim_batch(texts, allowed_special, disallowed_special, add_special_tokens)
@@ -1171,7 +1210,12 @@ class Encoding:
                                                        add_special_tokens=add_special_tokens), num_threads)
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, num_threads: int = 0) -> list[list[int]]:
-        """`encode_ordinary` over a list, in parallel."""
+        """`encode_ordinary` over a list, in parallel.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.encode_ordinary_batch(["hello world", "<|endoftext|>"])
+        [[24912, 2375], [27, 91, 419, 1440, 919, 91, 29]]
+        """
         if self._serve_interim("rows"):
             return self._interim_batch(texts if isinstance(texts, (list, tuple)) else list(texts), (), ())
         texts = texts if isinstance(texts, (list, tuple)) else list(texts)
@@ -1248,6 +1292,12 @@ class Encoding:
                                 self._valid)
 
     def decode_bytes(self, tokens: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
+        """The bytes of `tokens`, concatenated (no UTF-8 decoding).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode_bytes([24912, 2375])
+        b'hello world'
+        """
         if not skip_special_tokens:  # a list or tuple of valid ids: one kernel call makes the bytes
             data = self._held_bytes(tokens)
             if data is not None:
@@ -1329,7 +1379,12 @@ class Encoding:
 
     def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8,
                            skip_special_tokens: bool = False) -> list[bytes]:
-        """`decode_bytes` of each id sequence."""
+        """`decode_bytes` of each id sequence.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode_bytes_batch([[24912], [2375]])
+        [b'hello', b' world']
+        """
         check_threads(num_threads)
         if self._plain_decode(skip_special_tokens):
             rows = self._fast_decode_bytes_batch(batch)
@@ -1340,7 +1395,12 @@ class Encoding:
     def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
         """tiktoken's `decode_with_offsets`: (text, the index in text of the first character each token
         contributes bytes to). Raises UnicodeDecodeError when the ids decode to invalid UTF-8, as
-        tiktoken does."""
+        tiktoken does.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode_with_offsets([24912, 2375])
+        ('hello world', [0, 5])
+        """
         token_bytes = self.decode_tokens_bytes(tokens)
         text_len = 0
         offsets = []
@@ -1350,6 +1410,12 @@ class Encoding:
         return b"".join(token_bytes).decode("utf-8", errors="strict"), offsets
 
     def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token (UnknownTokenError for an id outside the vocabulary).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode_single_token_bytes(2375)
+        b' world'
+        """
         t = int(self._ids_array([check_int(token, "token")])[0])
         if self._serve_interim("single"):
             return self._interim.by_id[t]
@@ -1357,6 +1423,12 @@ class Encoding:
         return self._t.tok_bytes[o[t]:o[t + 1]].tobytes()
 
     def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
+        """The bytes of each token.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.decode_tokens_bytes([24912, 2375])
+        [b'hello', b' world']
+        """
         ids = self._ids_array(tokens)
         if self._serve_interim("single"):
             return [self._interim.by_id[t] for t in ids.tolist()]
@@ -1366,7 +1438,13 @@ class Encoding:
 
     def decode_incremental(self, new_ids: Iterable[int], state: dict, *, final: bool = False) -> str:
         """Text added by `new_ids`; `state["text"]` is the deltas joined, decode(all ids so far) except
-        an unfinished UTF-8 character, held back until it completes (or `final=True`)."""
+        an unfinished UTF-8 character, held back until it completes (or `final=True`).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> state = {}
+        >>> enc.decode_incremental([24912], state), enc.decode_incremental([2375], state, final=True)
+        ('hello', ' world')
+        """
         from .stream import decode_incremental
 
         return decode_incremental(self, new_ids, state, final=final)
@@ -1384,7 +1462,12 @@ class Encoding:
         return token_pieces(self, ids)
 
     def token_byte_values(self) -> list[bytes]:
-        """The bytes of every ordinary (mergeable) token, sorted (as tiktoken returns them)."""
+        """The bytes of every ordinary (mergeable) token, sorted (as tiktoken returns them).
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> enc.token_byte_values()[:3]
+        [b'\\x00', b'\\x00\\x00', b'\\x01']
+        """
         if self._sorted_tokens is None:
             self._sorted_tokens = sorted(self._model.vocab)
         return list(self._sorted_tokens)
@@ -1408,7 +1491,13 @@ class Encoding:
                              disallowed_special: DisallowedSpecial = "all") -> tuple[list[int], list[list[int]]]:
         """tiktoken's `encode_with_unstable`: (stable ids, completions), the stable ids encoding a prefix
         of `text` and each completion a sequence of ids that the rest could start as. tiktoken returns
-        the completions in no defined order; so do we."""
+        the completions in no defined order; so do we.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> stable, completions = enc.encode_with_unstable("hello wor")
+        >>> stable, [286, 3279] in completions
+        ([24912], True)
+        """
         check_text(text)
         if not self._pipeline.kernels_only:
             raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
