@@ -433,3 +433,18 @@ def test_rows_with_nulls_and_empty_rows_in_batches(name, ours, tiktoken_oracle):
         assert enc.encode_ordinary_batch(texts, num_threads=threads) == [oracle.encode_ordinary(t) for t in texts]
     allowed = enc.encode_batch(texts, allowed_special="all", num_threads=2)
     assert allowed == oracle.encode_batch(texts, allowed_special="all")
+
+
+def test_free_threaded_builds_never_share_a_call_handle(monkeypatch, tiktoken_oracle):
+    """Without a GIL nothing serializes the shared call handle's scratch: short calls then take their
+    thread's own handle, with the same ids."""
+    import tltok_jit
+    from tltok_jit import encoding
+
+    monkeypatch.setattr(encoding, "_FREE_THREADED", True)
+    enc = tltok_jit.Encoding(tltok_jit.get_encoding("r50k_base")._model)
+    oracle = tiktoken_oracle("r50k_base")
+    for t in ("hello world", "ünï 日本", "a b c " * 20):
+        assert enc.encode(t) == oracle.encode(t)
+        assert enc.count(t) == len(oracle.encode(t))
+    assert enc._held_state == ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sysconfig
 import threading
 import time
 import weakref
@@ -51,6 +52,7 @@ _ENCODE_AT_ENTRY: list = [None]
 _ASCII_AT_ENTRY: list = [None]
 _STR_CALL_ENTRY: list = [None]
 _HELD_CHARS = KH.GIL_HELD_CHARS  # a text of up to this many characters may use the shared call handle
+_FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))  # the shared call handle needs the GIL
 _HELD_INSTALL = threading.Lock()
 # the per-thread scratch of Encoding._encode_short holds the ids (<= UTF-8 bytes <= 4 per character)
 # and the UTF-8 of a text of up to this many characters
@@ -667,6 +669,9 @@ class Encoding:
         20-character call); other added tokens are tested in Python first."""
         with _HELD_INSTALL:
             if self._held_state is not None:
+                return
+            if _FREE_THREADED:  # no GIL to serialize the shared scratch: every call takes its thread's
+                self._held_state = ()
                 return
             cache, work = new_cache(1), K.new_work(1)
             h = KH.handle_of(self._t, cache)
