@@ -70,3 +70,19 @@ def test_readme_shows_the_committed_chart_of_the_file_its_table_quotes():
         assert png.stat().st_size < 100_000, f"{img} is {png.stat().st_size} bytes"
     quoted = set(re.findall(r"bench/results/(speed-tables-[\w-]+\.md)", readme))
     assert quoted and all((REPO / "bench" / "results" / q).exists() for q in quoted), quoted
+
+
+def test_bench_front_door_lists_and_runs_suites():
+    """`python -m bench` lists every suite whose script exists, refuses an unknown one by name, and
+    hands a suite its own options."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    listing = subprocess.run([sys.executable, "-m", "bench"], cwd=repo, capture_output=True, text=True, check=True)
+    assert "speed-tables" in listing.stdout and "cold-start" in listing.stdout
+    bad = subprocess.run([sys.executable, "-m", "bench", "nosuch"], cwd=repo, capture_output=True, text=True)
+    assert bad.returncode == 2 and "no suite 'nosuch'" in bad.stderr
+    ok = subprocess.run([sys.executable, "-m", "bench", "chart", "--help"], cwd=repo, capture_output=True, text=True)
+    assert ok.returncode == 0 and "usage" in ok.stdout.lower()
