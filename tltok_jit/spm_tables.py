@@ -124,7 +124,63 @@ def _charsmap(m: SentencePieceModel) -> tuple[np.ndarray, np.ndarray]:
         raise TokenizerAssetError(f"{where}: trie size {trie_size} does not fit the {len(blob)}-byte blob")
     units = np.frombuffer(blob, dtype="<u4", count=trie_size // 4, offset=4).astype(np.uint32)
     repl = np.frombuffer(blob, dtype=np.uint8, offset=4 + trie_size).copy()
+    _check_replacements(units, repl, where)
     return units, repl
+
+
+_MAX_TRIE_DEPTH = 1024  # bytes of the longest rule; the charsmaps SentencePiece ships need about 10
+
+
+def _trie_values(units: np.ndarray) -> np.ndarray | None:
+    """Every value the normalizer kernel's walk of the double array (`_darts_longest`) can read,
+    or None when the walk reaches deeper than _MAX_TRIE_DEPTH. Breadth first over all walks at once:
+    a unit whose label is byte c hangs from the base `index ^ c`, and leads to `index ^ offset`."""
+    n = units.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    u = units.astype(np.int64)
+    offset = (u >> 10) << ((u & (1 << 9)) >> 6)
+    index = np.arange(n, dtype=np.int64)
+    step = index ^ offset
+    edge = ((u & 0x80000000) == 0) & (step < n)  # a byte label, and the walk goes on from it
+    parent = index[edge] ^ (u[edge] & 0xFF)
+    target = step[edge]
+    leaf = ((u[edge] >> 8) & 1) == 1
+    if offset[0] >= n:
+        return np.zeros(0, np.int64)
+    reached = np.zeros(n, np.bool_)
+    frontier = np.zeros(n, np.bool_)
+    frontier[offset[0]] = True
+    values = []
+    for _ in range(_MAX_TRIE_DEPTH):
+        reached |= frontier
+        sel = frontier[parent]
+        values.append(u[target[sel & leaf]] & 0x7FFFFFFF)
+        frontier = np.zeros(n, np.bool_)
+        frontier[target[sel]] = True
+        frontier &= ~reached
+        if not frontier.any():
+            return np.unique(np.concatenate(values))
+    return None
+
+
+def _check_replacements(units: np.ndarray, repl: np.ndarray, where: str) -> None:
+    """Every replacement the trie can name starts a NUL-terminated string of valid UTF-8 inside the
+    blob (SentencePiece writes them so; a damaged trie or string would make the normalized text
+    invalid UTF-8, or point past the strings)."""
+    values = _trie_values(units)
+    if values is None:
+        raise TokenizerAssetError(f"{where}: the trie is deeper than {_MAX_TRIE_DEPTH} bytes (damaged?)")
+    data = repl.tobytes()
+    for v in values.tolist():
+        if v >= len(data) or (v > 0 and data[v - 1] != 0):
+            raise TokenizerAssetError(f"{where}: the trie names replacement offset {v}, which starts no string "
+                                      f"of the {len(data)}-byte replacement section")
+        stop = data.find(b"\0", v)
+        try:
+            data[v:stop if stop >= 0 else len(data)].decode("utf-8")
+        except UnicodeDecodeError:
+            raise TokenizerAssetError(f"{where}: the replacement string at offset {v} is not UTF-8") from None
 
 
 def _bpe_tables(m: SentencePieceModel, pieces_: dict[str, int], reserved: dict[str, int], unk_id: int):
