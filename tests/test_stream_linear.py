@@ -2,11 +2,12 @@
 
 The runs: Mistral-7B's byte-fallback runs (an emoji the vocabulary lacks, well-formed or broken by an
 ill-formed byte early or late, ending mid-character, at the start of the text), a run of its U+FFFD
-token and of its "▁"; UTF-8 continuation bytes and unfinished characters on the byte-level files
-(GPT-2, Llama-3) and r50k_base; byte pieces of the sentencepiece kind (llama2.model); the
-symbol_table's whitespace; funasr_char's "@@" pieces, abbreviations and punctuation; and the
-synthetic decoder chains of tests/test_decode_chain.py. Oracles: `decode`, and `tokenizers`,
-`sentencepiece` and tiktoken on the same ids.
+token and of its "▁", also with a Metaspace decoder in the file (with and without ByteFallback);
+UTF-8 continuation bytes and unfinished characters on the byte-level files (GPT-2, Llama-3) and
+r50k_base; byte pieces of the sentencepiece kind (llama2.model); the symbol_table's whitespace;
+funasr_char's "@@" pieces, abbreviations and punctuation; and the synthetic decoder chains
+tests/test_decode_chain.py also checks. Oracles: `decode`, and `tokenizers`, `sentencepiece` and
+tiktoken on the same ids.
 
 Linear work is checked by counting what is rendered (the ids through `DecoderChain.decode`, the
 bytes through the sentencepiece kind's byte rendering, the words through funasr's
@@ -185,6 +186,40 @@ def test_mistral_work_is_linear(mistral, monkeypatch, case):
         return count.total
 
     assert_linear(work, lambda n: _mistral_runs(enc, byte, n)[case], 300)
+
+
+METASPACE_DECODERS = {
+    "Metaspace": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+    "ByteFallback, Metaspace": {"type": "Sequence", "decoders": [
+        {"type": "ByteFallback"},
+        {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": True}]},
+}
+
+
+@pytest.mark.parametrize("decoder", sorted(METASPACE_DECODERS))
+def test_metaspace_decoder_files(tmp_path, monkeypatch, decoder):
+    """Mistral-7B's file with a Metaspace decoder (written to a temporary folder)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    data = json.loads(get_shared_path("tokenizers/mistral-7b/tokenizer.json").read_text(encoding="utf-8"))
+    data["decoder"] = METASPACE_DECODERS[decoder]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    enc, hf = tltok_jit.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
+    byte = {b: enc.encode_single_token(f"<0x{b:02X}>") for b in range(256)}
+    for case, ids in _mistral_runs(enc, byte, 400).items():
+        assert_streams_equal(enc, ids, hf.decode(ids))
+    count = RenderCount(monkeypatch, DecoderChain, "decode")
+
+    def work(ids):
+        count.total = 0
+        dec = StreamDecoder(enc)
+        for i in ids:
+            dec.push(i)
+        dec.finish()
+        return count.total
+
+    for case in ("emoji run", "ill-formed byte late", "U+FFFD token run", "\u2581 run"):
+        assert_linear(work, lambda n: _mistral_runs(enc, byte, n)[case], 300)
 
 
 MISTRAL_POOL = ["emoji", "ff", "cont", "lead", "fffd", "space", "word", "special"]
