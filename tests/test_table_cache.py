@@ -170,3 +170,29 @@ def test_on_huge_pages_hands_back_what_it_does_not_copy(monkeypatch, switch):
     if switch == "0":
         big = _tables()
         assert all(c is a for c, a in zip(table_cache.on_huge_pages(big), big))
+
+
+def test_tables_shipped_with_the_package_are_read_and_never_changed(shared_path, tmp_path, monkeypatch):
+    """The built package carries its default encoding's tables: a process whose kernels are the
+    package's loads them from there; a damaged shipped folder is left as it is and the tables are
+    built into the user cache instead."""
+    import shutil
+
+    from tltok_jit.kernels import numba_cache
+
+    monkeypatch.setattr(jit, "SHIPPED", True)
+    monkeypatch.setattr(numba_cache, "SHIPPED_DIR", str(tmp_path / "pkg"))
+    monkeypatch.setattr(jit, "KERNEL_CACHE_DIR", str(tmp_path / "user"))
+    monkeypatch.delenv("TLTOK_NO_TABLE_CACHE", raising=False)
+    model = _model(shared_path)
+    built = tables.compile_model(model)
+    key = table_cache.fingerprint(model, True)
+    (tmp_path / "pkg" / "tables").mkdir(parents=True)
+    shutil.move(tmp_path / "user" / "tables" / key, tmp_path / "pkg" / "tables" / key)
+    hit = tables.compile_model(model)
+    assert not (tmp_path / "user" / "tables" / key).exists()  # read from the package, nothing written
+    assert all(np.array_equal(a, b) for a, b in zip(built.tables, hit.tables))
+    (tmp_path / "pkg" / "tables" / key / "pair_slots.npy").unlink()
+    again = tables.compile_model(model)
+    assert again.n_vocab == built.n_vocab and (tmp_path / "pkg" / "tables" / key / "meta.json").exists()
+    assert (tmp_path / "user" / "tables" / key / "meta.json").exists()

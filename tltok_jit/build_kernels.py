@@ -23,7 +23,10 @@ import sys
 import tempfile
 import time
 
-_SKIP = ("state-", "locks", "tables", "compile.log", ".tmp")
+_SKIP = ("state-", "locks", "compile.log", ".tmp")
+# the encodings whose tables the package carries (built once here rather than in a user's first
+# process): the default one; each is ~12 MB of the wheel
+SHIPPED_TABLES = ("o200k_base",)
 _V2 = ("cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2", "ssse3")
 # CPU names numba can target (NUMBA_CPU_NAME) -> the LLVM features a CPU needs to run their code.
 # The default is numba_cache.BASELINE_CPU; the others are for measuring (--cpu).
@@ -54,6 +57,18 @@ def compile_all() -> None:
     warm_stream(compiled_encoding(stand_in_hf_model()))
     _warm_sentencepiece_style_json()
     _warm_sentencepiece()
+    _build_tables()
+
+
+def _build_tables() -> None:
+    """The tables of SHIPPED_TABLES, into this process's table cache (the embedded rank files); the
+    stand-in models' tables go with them (a few KB)."""
+    from . import get_encoding
+
+    os.environ["TLTOK_OFFLINE"] = "1"
+    os.environ.pop("TLTOK_DATA", None)
+    for name in SHIPPED_TABLES:
+        get_encoding(name).encode("tables built")
 
 
 def _warm_sentencepiece_style_json() -> None:

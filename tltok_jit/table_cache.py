@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .kernels import jit
+from .kernels import jit, numba_cache
 from .kernels.layout import Tables
 from .model import ModelDescription
 
@@ -35,7 +35,7 @@ _TABLES_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "table
 
 
 def enabled() -> bool:
-    return jit.USER_CACHE and not os.environ.get("TLTOK_NO_TABLE_CACHE")
+    return (jit.USER_CACHE or jit.SHIPPED) and not os.environ.get("TLTOK_NO_TABLE_CACHE")
 
 
 def fingerprint(model: ModelDescription, use_cache: bool) -> str:
@@ -65,9 +65,22 @@ def _folder(key: str) -> str:
     return os.path.join(jit.KERNEL_CACHE_DIR, "tables", key)
 
 
+def _shipped_folder(key: str) -> str:
+    """Where the built package keeps the tables of its default encoding (build_kernels)."""
+    return os.path.join(numba_cache.SHIPPED_DIR, "tables", key)
+
+
 def load(key: str, on_huge_pages):
-    """(Tables, valid, n_vocab, unicode version) saved under `key`, or None."""
-    d = _folder(key)
+    """(Tables, valid, n_vocab, unicode version) saved under `key` in the package (when its kernels
+    run here: the same code built them) or in the user cache, or None."""
+    if jit.SHIPPED and os.path.isdir(_shipped_folder(key)):
+        hit = _load(_shipped_folder(key), on_huge_pages, shipped=True)
+        if hit is not None:
+            return hit
+    return _load(_folder(key), on_huge_pages) if jit.USER_CACHE else None
+
+
+def _load(d: str, on_huge_pages, shipped: bool = False):
     try:
         with open(os.path.join(d, "meta.json")) as f:
             meta = json.load(f)
@@ -75,7 +88,7 @@ def load(key: str, on_huge_pages):
         for name in Tables._fields + ("valid",):
             arrays[name] = np.asarray(np.load(os.path.join(d, name + ".npy"), mmap_mode="r"))  # read-only views
     except (OSError, ValueError, KeyError):
-        if os.path.isdir(d):  # damaged (a file missing or unreadable): the next build rewrites it
+        if os.path.isdir(d) and not shipped:  # damaged (a file missing or unreadable): the next build rewrites it
             shutil.rmtree(d, ignore_errors=True)
         return None
     # (outside the try: a bad TLTOK_HUGE_PAGES is the caller's error, not a damaged folder)
@@ -87,7 +100,7 @@ def load(key: str, on_huge_pages):
 def save(key: str, tables: Tables, valid: np.ndarray, n_vocab: int, unicode_version: str) -> None:
     """Write the folder for `key` (best effort: a full disk or a race with another writer is fine)."""
     final = _folder(key)
-    if os.path.isdir(final):
+    if not jit.USER_CACHE or os.path.isdir(final):
         return
     parent = os.path.dirname(final)
     try:
