@@ -315,7 +315,12 @@ def test_spm_charsmap_replacements_checked(tmp_path, shared_path):
         n = int.from_bytes(blob[:4], "little")
         return bytes(blob[:4 + n] + blob[4 + n:4 + n + 16])  # strings cut: the trie's offsets run past them
 
-    for change, message in ((break_strings, "is not UTF-8"), (point_past, "starts no string")):
+    def cut_trie(blob):  # the units after the first half are read as replacement strings
+        n = int.from_bytes(blob[:4], "little")
+        return ((n // 2) & ~3).to_bytes(4, "little") + bytes(blob[4:])
+
+    for change, message in ((break_strings, "is not UTF-8"), (point_past, "starts no string"),
+                            (cut_trie, "precompiled_charsmap")):
         p, load = _spm_load(tmp_path, _with_charsmap(data, change))
         with pytest.raises(tltok_jit.TokenizerAssetError, match=message) as e:
             load()

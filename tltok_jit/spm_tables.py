@@ -142,8 +142,10 @@ def _trie_values(units: np.ndarray) -> np.ndarray | None:
     offset = (u >> 10) << ((u & (1 << 9)) >> 6)
     index = np.arange(n, dtype=np.int64)
     step = index ^ offset
-    edge = ((u & 0x80000000) == 0) & (step < n)  # a byte label, and the walk goes on from it
-    parent = index[edge] ^ (u[edge] & 0xFF)
+    parent = index ^ (u & 0xFF)
+    # a byte label, a base inside the array, and the walk goes on from it
+    edge = ((u & 0x80000000) == 0) & (parent < n) & (step < n)
+    parent = parent[edge]
     target = step[edge]
     leaf = ((u[edge] >> 8) & 1) == 1
     if offset[0] >= n:
