@@ -1228,6 +1228,37 @@ class Encoding:
         return self._split(*self._encode_text_rows(texts, data, offsets, num_threads, self._no_added, False),
                            num_threads)
 
+    def encode_batch_padded(self, texts, *, max_length: int | None = None, padding: str = "longest",
+                            pad_to_multiple_of: int | None = None, padding_side: str = "right",
+                            pad_id: int | None = None, truncation: bool = False, truncation_side: str = "right",
+                            stride: int = 0, return_overflowing_tokens: bool = False,
+                            add_special_tokens: bool = False, allowed_special: AllowedSpecial = set(),
+                            disallowed_special: DisallowedSpecial = "all", dtype: str = "int64",
+                            num_threads: int | None = None):
+        """A fixed-shape batch (`tltok_jit.padding.PaddedBatch`: `input_ids`, `attention_mask` [B, L],
+        `lengths` [B], `overflow_to_sample_mapping`) of a list of str, an Arrow string column or a
+        pandas Series; a null row is an error. Truncation and padding follow HF `tokenizers`'
+        `encode_batch` with `enable_truncation` / `enable_padding` (rules: `tltok_jit.padding`);
+        `add_special_tokens=True` puts the post-processor's template around each row (and counts it
+        in `max_length`). `pad_id` is needed when a row is padded. Options are the call's own.
+
+        >>> enc = tltok_jit.get_encoding("o200k_base")
+        >>> b = enc.encode_batch_padded(["hello world", "hi"], pad_id=199999)
+        >>> b.input_ids
+        array([[ 24912,   2375],
+               [  3686, 199999]])
+        >>> b.attention_mask.tolist(), b.lengths.tolist()
+        ([[1, 1], [1, 0]], [2, 1])
+        """
+        from .padding import encode_batch_padded
+
+        return encode_batch_padded(self, texts, max_length=max_length, padding=padding,
+                                   pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side, pad_id=pad_id,
+                                   truncation=truncation, truncation_side=truncation_side, stride=stride,
+                                   return_overflowing_tokens=return_overflowing_tokens,
+                                   add_special_tokens=add_special_tokens, allowed_special=allowed_special,
+                                   disallowed_special=disallowed_special, dtype=dtype, num_threads=num_threads)
+
     # ------------------------------------------------------------------ decoding
     def _unknown_token(self, i: int) -> UnknownTokenError:
         return UnknownTokenError(f"Invalid token for decoding: {i} (not in the vocabulary of {self.name!r}, "

@@ -1,0 +1,339 @@
+"""Fixed-shape batches: `Encoding.encode_batch_padded` and its result, `PaddedBatch`.
+
+The rules are Hugging Face `tokenizers`' for `Tokenizer.encode_batch(texts, add_special_tokens=...)`
+after `enable_truncation(max_length, stride=stride, strategy="longest_first", direction=truncation_side)`
+and `enable_padding(direction=padding_side, pad_id=pad_id, pad_to_multiple_of=pad_to_multiple_of,
+length=max_length if padding == "max_length" else None)`, with each encoding followed by its
+`overflowing` windows (as transformers' fast tokenizers flatten them for `overflow_to_sample_mapping`):
+
+* truncation: with `add_special_tokens`, the ids of a text are cut to `max_length` minus the number
+  of ids the post-processor's single-sequence template adds (the budget), then the template goes
+  around each window. A text longer than the budget gives windows of `budget` ids, each starting
+  `budget - stride` after the previous one (`truncation_side="left"`: built from the end, each ending
+  `budget - stride` before the next), the last one cut short; the first window is the row, the
+  others its overflow rows (only with `return_overflowing_tokens`).
+* padding "longest": every row is padded to the longest row of the batch, "max_length": to
+  `max_length`; either rounded up to a multiple of `pad_to_multiple_of`. "do_not_pad": the rows
+  must already have one length (HF would return ragged rows; an array cannot hold them).
+
+Where HF would return ragged rows the call raises instead: `padding="max_length"` without truncation
+and a row longer than `max_length` (rounded up to `pad_to_multiple_of`, as HF pads to that length):
+a `PaddingError` naming the row. An argument that has no effect
+in the call (`max_length` with neither truncation nor "max_length" padding, `stride` without
+truncation, `pad_to_multiple_of` with "do_not_pad") is refused rather than ignored. Options belong to
+the call: nothing is stored on the (shared) Encoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .args import check_int, check_threads
+from .errors import TltokError
+from .kernels.padding import fill_padded
+from .text import read_only_view
+from .threads import on_threads, resolve_threads
+
+__all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows"]
+
+PADDINGS = ("longest", "max_length", "do_not_pad")
+SIDES = ("left", "right")
+DTYPES = {"int64": np.int64, "int32": np.int32}
+_PARALLEL_CELLS = 1 << 20  # output cells from which the fill is split over the threads
+
+
+class PaddingError(ValueError, TltokError):
+    """A fixed-shape batch cannot be made as asked: `argument` names the argument at fault, `row` the
+    input row (None when no row is)."""
+
+    def __init__(self, message: str, argument: str, row: int | None = None):
+        super().__init__(message)
+        self.argument = argument
+        self.row = row
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.argument, self.row)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PaddedBatch:
+    """A batch of equal-length rows as C-contiguous numpy arrays of one integer dtype.
+
+    input_ids [B, L]: the ids, padded; attention_mask [B, L]: 1 on real tokens, 0 on padding;
+    lengths [B]: the real tokens of each row; overflow_to_sample_mapping [B]: the input row each row
+    comes from (only with `return_overflowing_tokens`, else None); token_type_ids: None (single
+    sequences). `torch.from_dlpack(batch.input_ids)` shares the memory."""
+
+    input_ids: np.ndarray
+    attention_mask: np.ndarray
+    lengths: np.ndarray
+    overflow_to_sample_mapping: np.ndarray | None = None
+    token_type_ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+
+def _choice(value, arg: str, allowed) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise PaddingError(f"{arg} must be one of {', '.join(map(repr, allowed))}, not {value!r}", arg)
+    return value
+
+
+def _flag(value, arg: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{arg} must be True or False, not {type(value).__name__} ({value!r})")
+    return bool(value)
+
+
+def _optional_count(value, arg: str, least: int) -> int | None:
+    if value is None:
+        return None
+    v = check_int(value, arg)
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{arg} must be an int, not bool")
+    if v < least:
+        raise PaddingError(f"{arg} must be at least {least}, not {v}", arg)
+    return v
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """The checked options of one call."""
+
+    max_length: int | None
+    padding: str
+    pad_to_multiple_of: int | None
+    left_pad: bool
+    pad_id: int | None
+    budget: int | None  # ids of a text a row holds (None: no truncation)
+    left_cut: bool
+    stride: int
+    overflow: bool
+    dtype: type
+
+
+def _plan(n_vocab: int, n_added: int, *, max_length, padding, pad_to_multiple_of, padding_side, pad_id,
+          truncation, truncation_side, stride, return_overflowing_tokens, dtype) -> _Plan:
+    padding = _choice(padding, "padding", PADDINGS)
+    padding_side = _choice(padding_side, "padding_side", SIDES)
+    truncation_side = _choice(truncation_side, "truncation_side", SIDES)
+    if isinstance(dtype, str):
+        dt = DTYPES.get(dtype)
+    else:
+        try:
+            dt = np.dtype(dtype).type
+        except TypeError:
+            dt = None
+    if dt not in (np.int64, np.int32):
+        raise PaddingError(f"dtype must be 'int64' or 'int32', not {dtype!r}", "dtype")
+    truncation = _flag(truncation, "truncation")
+    overflow = _flag(return_overflowing_tokens, "return_overflowing_tokens")
+    max_length = _optional_count(max_length, "max_length", 1)
+    pad_to_multiple_of = _optional_count(pad_to_multiple_of, "pad_to_multiple_of", 1)
+    stride = check_int(stride, "stride")
+    if isinstance(stride, (bool, np.bool_)) or stride < 0:
+        raise PaddingError(f"stride must be an int of at least 0, not {stride!r}", "stride")
+    if pad_id is not None:
+        if isinstance(pad_id, (bool, np.bool_)):
+            raise TypeError("pad_id must be an int, not bool")
+        pad_id = check_int(pad_id, "pad_id")
+        if not 0 <= pad_id < n_vocab:
+            raise PaddingError(f"pad_id must be a token id in [0, {n_vocab}), not {pad_id}", "pad_id")
+    if max_length is None and (truncation or padding == "max_length"):
+        why = "truncation=True" if truncation else "padding='max_length'"
+        raise PaddingError(f"{why} needs max_length", "max_length")
+    if max_length is not None and not truncation and padding != "max_length":
+        raise PaddingError("max_length has no effect here: pass truncation=True or padding='max_length' "
+                           "(or leave max_length out)", "max_length")
+    if pad_to_multiple_of is not None and padding == "do_not_pad":
+        raise PaddingError("pad_to_multiple_of has no effect with padding='do_not_pad'", "pad_to_multiple_of")
+    budget = None
+    if truncation:
+        budget = max_length - n_added
+        if budget < 1:
+            raise PaddingError(f"max_length={max_length} leaves no room for text: the template adds {n_added} "
+                               f"ids (max_length must be at least {n_added + 1})", "max_length")
+        if stride >= budget:
+            raise PaddingError(f"stride={stride} must be less than the {budget} text ids a row holds "
+                               f"(max_length {max_length} - {n_added} ids the template adds)", "stride")
+    elif stride:
+        raise PaddingError("stride needs truncation=True", "stride")
+    return _Plan(max_length=max_length, padding=padding, pad_to_multiple_of=pad_to_multiple_of,
+                 left_pad=padding_side == "left", pad_id=pad_id, budget=budget, left_cut=truncation_side == "left",
+                 stride=stride, overflow=overflow, dtype=dt)
+
+
+def windows(counts: np.ndarray, budget: int | None, stride: int, left: bool,
+            overflow: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sample, start, stop) of every output row: row i holds ids [start, stop) of input row
+    sample[i]; an input row longer than `budget` gives its first window, then (`overflow`) the
+    others, as `Encoding::truncate` of HF tokenizers cuts them."""
+    counts = np.asarray(counts, dtype=np.int64)
+    n = len(counts)
+    if budget is None:
+        return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), counts
+    step = budget - stride
+    cut = counts > budget
+    k = np.ones(n, dtype=np.int64)
+    if overflow:
+        k[cut] += (counts[cut] - budget + step - 1) // step
+    if overflow and len(k) and k.max() > 1:
+        sample = np.repeat(np.arange(n, dtype=np.int64), k)
+        j = np.arange(len(sample), dtype=np.int64) - np.repeat(np.cumsum(k) - k, k)
+        total = counts[sample]
+    else:
+        sample, j, total = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), counts
+    if left:
+        stop = total - j * step
+        start = np.maximum(stop - budget, 0)
+    else:
+        start = j * step
+        stop = np.minimum(start + budget, total)
+    return sample, start, stop
+
+
+def pad_rows(values: np.ndarray, offsets: np.ndarray, prefix=(), suffix=(), *, n_vocab: int,
+             max_length: int | None = None, padding: str = "longest", pad_to_multiple_of: int | None = None,
+             padding_side: str = "right", pad_id: int | None = None, truncation: bool = False,
+             truncation_side: str = "right", stride: int = 0, return_overflowing_tokens: bool = False,
+             dtype="int64", num_threads: int | None = None) -> PaddedBatch:
+    """A PaddedBatch of ragged rows: row r's ids are values[offsets[r]:offsets[r + 1]], `prefix` /
+    `suffix` the ids the template puts around each row (empty: add_special_tokens=False). The other
+    arguments are `encode_batch_padded`'s."""
+    n_added = len(prefix) + len(suffix)
+    plan = _plan(n_vocab, n_added, max_length=max_length, padding=padding, pad_to_multiple_of=pad_to_multiple_of,
+                 padding_side=padding_side, pad_id=pad_id, truncation=truncation, truncation_side=truncation_side,
+                 stride=stride, return_overflowing_tokens=return_overflowing_tokens, dtype=dtype)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    return _pad(values, offsets[:-1], np.diff(offsets), prefix, suffix, plan, check_threads(num_threads))
+
+
+def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, prefix, suffix, plan: _Plan,
+         num_threads: int | None) -> PaddedBatch:
+    """The batch of input rows values[row_starts[r]:row_starts[r] + row_counts[r]] under `plan`."""
+    prefix = read_only_view(np.asarray(prefix, dtype=np.uint32).reshape(-1))
+    suffix = read_only_view(np.asarray(suffix, dtype=np.uint32).reshape(-1))
+    n_added = len(prefix) + len(suffix)
+    values = read_only_view(np.ascontiguousarray(values, dtype=np.uint32))
+    sample, start, stop = windows(row_counts, plan.budget, plan.stride, plan.left_cut, plan.overflow)
+    counts = stop - start
+    real = counts + n_added
+    width = int(real.max()) if len(real) else 0
+    longest = width
+    if plan.padding == "max_length":
+        width = plan.max_length
+    elif plan.padding == "do_not_pad" and len(real) and int(real.min()) != width:
+        r = int(np.argmax(real != real[0]))
+        raise PaddingError(f"padding='do_not_pad' needs rows of one length: row {int(sample[0])} has "
+                           f"{int(real[0])} ids, row {int(sample[r])} {int(real[r])}; pass padding='longest'",
+                           "padding", int(sample[r]))
+    m = plan.pad_to_multiple_of
+    if m is not None and width % m:
+        width += m - width % m
+    if longest > width:  # HF keeps such a row longer than the others
+        r = int(np.argmax(real > width))
+        raise PaddingError(f"row {int(sample[r])} has {int(real[r])} ids, more than max_length={plan.max_length}"
+                           + (f" (rounded up to {width})" if width != plan.max_length else "")
+                           + "; pass truncation=True to cut it", "max_length", int(sample[r]))
+    if plan.pad_id is None and len(real) and int(real.min()) < width:
+        r = int(np.argmin(real))
+        raise PaddingError(f"row {int(sample[r])} needs padding ({int(real[r])} of {width} ids) and pad_id is not "
+                           "set: pass pad_id", "pad_id", int(sample[r]))
+    n_rows = len(sample)
+    ids = np.empty((n_rows, width), dtype=plan.dtype)
+    mask = np.empty((n_rows, width), dtype=plan.dtype)
+    lengths = np.empty(n_rows, dtype=plan.dtype)
+    if n_rows:
+        starts = read_only_view(np.asarray(row_starts, dtype=np.int64)[sample] + start)
+        counts = read_only_view(counts)
+        pad = np.int64(plan.pad_id or 0)
+        parts = min(resolve_threads(num_threads), max(1, n_rows * width // _PARALLEL_CELLS))
+        bounds = [n_rows * p // parts for p in range(parts + 1)]
+
+        def fill(w: int) -> None:
+            a, b = bounds[w], bounds[w + 1]
+            fill_padded(values, starts[a:b], counts[a:b], prefix, suffix, pad, plan.left_pad, ids[a:b], mask[a:b],
+                        lengths[a:b])
+
+        on_threads(parts, fill)
+    mapping = sample.astype(plan.dtype) if plan.overflow else None
+    return PaddedBatch(input_ids=ids, attention_mask=mask, lengths=lengths, overflow_to_sample_mapping=mapping)
+
+
+def _null_row(texts) -> int | None:
+    """The first None (or float NaN, pandas' missing value) of a list, or None."""
+    for i, t in enumerate(texts):
+        if t is None or (type(t) is float and t != t):
+            return i
+    return None
+
+
+def _from_list(enc, texts, threads: int, allowed_special, disallowed_special):
+    """(ids, row starts, row counts) of a list of str."""
+    texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+    if not all(type(t) is str for t in texts):
+        r = _null_row(texts)
+        if r is not None:
+            raise PaddingError(f"texts[{r}] is None: every row must be a str", "texts", r)
+    ids, offsets = enc.encode_batch_to_numpy(texts, num_threads=threads, allowed_special=allowed_special,
+                                             disallowed_special=disallowed_special)
+    return ids, offsets[:-1], np.diff(offsets)
+
+
+def _from_arrow(enc, texts, threads: int, allowed_special, disallowed_special):
+    """(ids, row starts, row counts) of a string column (Arrow, pandas, anything Arrow reads)."""
+    import pyarrow as pa
+
+    from .arrow import as_arrow, is_text_type
+
+    arr = as_arrow(texts)
+    if not is_text_type(arr.type):
+        raise TypeError(f"texts must hold strings, not Arrow {arr.type}")
+    res = enc.encode_arrow(arr, num_threads=threads, allowed_special=allowed_special,
+                           disallowed_special=disallowed_special)
+    chunks = list(res.chunks) if isinstance(res, pa.ChunkedArray) else [res]
+    base = 0
+    for c in chunks:
+        if c.null_count:
+            r = base + int(np.argmin(c.is_valid().to_numpy(zero_copy_only=False)))
+            raise PaddingError(f"texts row {r} is null: every row must be a string", "texts", r)
+        base += len(c)
+    if not chunks:
+        return np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    # the offsets of a list array index its whole values child (a sliced or taken array's too)
+    values = [c.values.to_numpy() for c in chunks]
+    offsets = [np.asarray(c.offsets, dtype=np.int64) for c in chunks]
+    if len(chunks) == 1:
+        return values[0], offsets[0][:-1], np.diff(offsets[0])
+    shift = np.cumsum([0] + [len(v) for v in values[:-1]])
+    return (np.concatenate(values), np.concatenate([o[:-1] + s for o, s in zip(offsets, shift)]),
+            np.concatenate([np.diff(o) for o in offsets]))
+
+
+def encode_batch_padded(enc, texts, *, max_length: int | None = None, padding: str = "longest",
+                        pad_to_multiple_of: int | None = None, padding_side: str = "right",
+                        pad_id: int | None = None, truncation: bool = False, truncation_side: str = "right",
+                        stride: int = 0, return_overflowing_tokens: bool = False, add_special_tokens: bool = False,
+                        allowed_special=frozenset(), disallowed_special="all", dtype="int64",
+                        num_threads: int | None = None) -> PaddedBatch:
+    """`Encoding.encode_batch_padded` (see this module's docstring for the rules)."""
+    add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
+    pipe = enc.facade.pipeline
+    prefix, suffix = (pipe.prefix_ids, pipe.suffix_ids) if add_special_tokens else ((), ())
+    # every argument is checked before any text is encoded
+    plan = _plan(enc.n_vocab, len(prefix) + len(suffix), max_length=max_length, padding=padding,
+                 pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side, pad_id=pad_id,
+                 truncation=truncation, truncation_side=truncation_side, stride=stride,
+                 return_overflowing_tokens=return_overflowing_tokens, dtype=dtype)
+    threads = check_threads(num_threads)
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"texts must be a list of str or a string column, not one {type(texts).__name__}")
+    module = type(texts).__module__.partition(".")[0]
+    read = _from_arrow if (module in ("pyarrow", "pandas", "polars") or hasattr(texts, "__arrow_c_stream__")
+                           or hasattr(texts, "__arrow_c_array__")) else _from_list
+    values, starts, counts = read(enc, texts, 0 if threads is None else threads, allowed_special,
+                                  disallowed_special)
+    return _pad(values, starts, counts, prefix, suffix, plan, threads)
