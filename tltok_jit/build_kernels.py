@@ -55,6 +55,9 @@ def compile_all() -> None:
     for kind in range(N_SCANNERS):
         load_scanner(kind)
     warm_stream(compiled_encoding(stand_in_hf_model()))
+    padded = compiled_encoding(stand_in_hf_model())
+    for dtype in ("int64", "int32"):  # the fill kernel of fixed-shape batches, one variant per output type
+        padded.encode_batch_padded(["a fixed", "shape"], pad_id=0, dtype=dtype)
     _warm_sentencepiece_style_json()
     _warm_sentencepiece()
     _build_tables()

@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import AbstractSet
+from typing import TYPE_CHECKING, AbstractSet
 
 import numba
 import numpy as np
@@ -37,6 +37,9 @@ from .tables import compile_model, pattern_kind, table_config
 from .text import (KERNEL_UTF8_MIN, ascii_view, load_text_kernels, no_lone_surrogates, read_only,  # noqa: F401
                    read_only_view, text_to_buf, text_to_utf8)
 from .threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads, workers_for
+
+if TYPE_CHECKING:  # the call imports tltok_jit.padding when it runs
+    from .padding import PaddedBatch
 
 
 _RECHECK_CHARS = 1 << 20  # the Python encoder looks for ready kernels this often in a long column
@@ -1234,7 +1237,7 @@ class Encoding:
                             stride: int = 0, return_overflowing_tokens: bool = False,
                             add_special_tokens: bool = False, allowed_special: AllowedSpecial = set(),
                             disallowed_special: DisallowedSpecial = "all", dtype: str = "int64",
-                            num_threads: int | None = None):
+                            num_threads: int | None = None) -> PaddedBatch:
         """A fixed-shape batch (`tltok_jit.padding.PaddedBatch`: `input_ids`, `attention_mask` [B, L],
         `lengths` [B], `overflow_to_sample_mapping`) of a list of str, an Arrow string column or a
         pandas Series; a null row is an error. Truncation and padding follow HF `tokenizers`'

@@ -57,6 +57,7 @@ def warm_rows(enc, threads=(1, 2)) -> None:
         enc.encode_batch(texts, num_threads=n)
         enc.encode_ordinary_batch(texts, num_threads=n)
     enc.encode_batch(["é" * 20_000, "ü" * 20_000], num_threads=1)  # the Latin-1 rows kernel
+    enc.encode_batch_padded(texts, pad_id=0, max_length=8, truncation=True, return_overflowing_tokens=True)
 
 
 def warm_arrow(enc, threads=(1, 2)) -> None:
