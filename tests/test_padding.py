@@ -580,3 +580,42 @@ def test_no_padding_needed_needs_no_pad_id(ours):
     enc = ours("o200k_base")
     b = enc.encode_batch_padded(["hello world", "hello there"])
     assert b.attention_mask.all() and b.input_ids.shape == (2, 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# encode_arrow(max_length=..., truncation_side=...)
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_encode_arrow_truncates_rows(side, ours):
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    enc = ours("o200k_base")
+    texts = ["hello world there friend", None, "", "a", "naïve café 日本 " * 5]
+    full = enc.encode_arrow(pa.array(texts)).to_pylist()
+
+    def cut(rows, m):
+        return [None if r is None else (r[:m] if side == "right" else r[len(r) - min(m, len(r)):]) for r in rows]
+
+    for m in (1, 2, 3, 40):
+        for large in (None, True):
+            got = enc.encode_arrow(pa.array(texts), max_length=m, truncation_side=side, large_list=large)
+            assert got.to_pylist() == cut(full, m)
+            assert pa.types.is_large_list(got.type) == bool(large)
+        chunked = enc.encode_arrow(pa.chunked_array([texts[:2], [], texts[2:]]), max_length=m, truncation_side=side)
+        assert chunked.num_chunks == 3 and chunked.to_pylist() == cut(full, m)
+        assert enc.encode_arrow(pa.array(texts)[1:], max_length=m, truncation_side=side).to_pylist() == cut(full, m)[1:]
+        assert enc.encode_arrow(pd.Series(texts), max_length=m, truncation_side=side).tolist() == cut(full, m)
+    same = enc.encode_arrow(pa.array(["a", "b c"]))
+    assert enc.encode_arrow(pa.array(["a", "b c"]), max_length=2).equals(same)
+
+
+@pytest.mark.parametrize("kwargs,argument", [(dict(max_length=0), "max_length"),
+                                             (dict(truncation_side="left"), "max_length"),
+                                             (dict(max_length=3, truncation_side="up"), "truncation_side")])
+def test_encode_arrow_truncation_errors(kwargs, argument, ours):
+    pa = pytest.importorskip("pyarrow")
+    enc = ours("o200k_base")
+    with pytest.raises(PaddingError, match=argument) as e:
+        enc.encode_arrow(pa.array(["a b"]), **kwargs)
+    assert e.value.argument == argument

@@ -1558,11 +1558,13 @@ class Encoding:
     # ------------------------------------------------------------------ Arrow columns (tltok_jit.arrow)
     def encode_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
                      disallowed_special: DisallowedSpecial = "all", errors: str = "replace",
-                     large_list: bool | None = None):
+                     large_list: bool | None = None, max_length: int | None = None,
+                     truncation_side: str = "right"):
         """Token ids of every row of an Arrow string/binary column (Array, ChunkedArray, Table column,
         polars Series, pandas Arrow-backed Series) as `list<uint32>` (`large_list<uint32>` past 2**31 - 1
         ids). Null rows stay null; invalid UTF-8 is encoded as `bytes.decode("utf-8", errors)` would
         give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`.
+        `max_length` keeps each row's first (`truncation_side="right"`) or last ("left") ids.
 
         A pandas Series (object, `str` / `string[pyarrow]` or ArrowDtype) gives a pandas Series of
         id lists, None for a null row, with the input's index and name.
@@ -1571,20 +1573,28 @@ class Encoding:
         >>> enc = tltok_jit.get_encoding("o200k_base")
         >>> enc.encode_arrow(pa.array(["hello world", None, "goodbye"])).to_pylist()
         [[24912, 2375], None, [30744, 43571]]
+        >>> enc.encode_arrow(pa.array(["hello world", None, "goodbye"]), max_length=1).to_pylist()
+        [[24912], None, [30744]]
         """
         from . import arrow
 
+        if max_length is not None or truncation_side != "right":
+            from .padding import truncate_lists, truncation_args
+
+            max_length, truncation_side = truncation_args(max_length, truncation_side)  # checked before encoding
         if is_pandas_series(array):
             from .pandas_io import ids_series
 
             result = self.encode_arrow(arrow.as_arrow(array), num_threads=num_threads,
                                        allowed_special=allowed_special, disallowed_special=disallowed_special,
-                                       errors=errors, large_list=large_list)
+                                       errors=errors, large_list=large_list, max_length=max_length,
+                                       truncation_side=truncation_side)
             return ids_series(result, array, self._to_list)
 
-        return self._pipeline.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
-                                           disallowed_special=disallowed_special, errors=errors,
-                                           large_list=large_list, counting=False)
+        out = self._pipeline.encode_arrow(array, num_threads=num_threads, allowed_special=allowed_special,
+                                          disallowed_special=disallowed_special, errors=errors,
+                                          large_list=large_list, counting=False)
+        return out if max_length is None else truncate_lists(out, max_length, truncation_side)
 
     def _encode_arrow_kernels(self, array, *, num_threads: int, allowed_special: AllowedSpecial,
                               disallowed_special: DisallowedSpecial, errors: str, large_list: bool | None,

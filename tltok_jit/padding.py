@@ -36,12 +36,12 @@ from .kernels.padding import fill_padded
 from .text import read_only_view
 from .threads import on_threads, resolve_threads
 
-__all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows"]
+__all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "truncate_lists", "truncation_args", "windows"]
 
 PADDINGS = ("longest", "max_length", "do_not_pad")
 SIDES = ("left", "right")
 DTYPES = {"int64": np.int64, "int32": np.int32}
-_PARALLEL_CELLS = 1 << 20  # output cells from which the fill is split over the threads
+_PARALLEL_CELLS = 1 << 17  # output cells per thread of the fill (its first writes fault in fresh pages)
 
 
 class PaddingError(ValueError, TltokError):
@@ -337,3 +337,37 @@ def encode_batch_padded(enc, texts, *, max_length: int | None = None, padding: s
     values, starts, counts = read(enc, texts, 0 if threads is None else threads, allowed_special,
                                   disallowed_special)
     return _pad(values, starts, counts, prefix, suffix, plan, threads)
+
+
+def truncation_args(max_length, truncation_side) -> tuple[int, str]:
+    """(max_length, truncation_side) of `encode_arrow`'s truncation, checked."""
+    max_length = _optional_count(max_length, "max_length", 1)
+    if max_length is None:
+        raise PaddingError("truncation_side needs max_length", "max_length")
+    return max_length, _choice(truncation_side, "truncation_side", SIDES)
+
+
+def truncate_lists(result, max_length: int, truncation_side: str = "right"):
+    """A list<uint32> / large_list<uint32> column (or a chunked one) with every row cut to its first
+    (`truncation_side="right"`) or last ("left") `max_length` ids; null rows stay null. Rows that fit
+    keep their ids; a column with none longer is returned as it is."""
+    import pyarrow as pa
+
+    max_length, truncation_side = truncation_args(max_length, truncation_side)
+    left = truncation_side == "left"
+    if isinstance(result, pa.ChunkedArray):
+        return pa.chunked_array([truncate_lists(c, max_length, truncation_side) for c in result.chunks],
+                                type=result.type)
+    offsets = np.asarray(result.offsets)
+    counts = np.diff(offsets)
+    if not len(counts) or int(counts.max()) <= max_length:
+        return result
+    keep = np.minimum(counts, max_length)
+    new_off = np.zeros(len(offsets), dtype=offsets.dtype)
+    np.cumsum(keep, out=new_off[1:])
+    first = offsets[:-1].astype(np.int64) + (counts - keep if left else 0)
+    idx = np.repeat(first - new_off[:-1], keep) + np.arange(int(new_off[-1]), dtype=np.int64)
+    values = pa.array(result.values.to_numpy()[idx], type=result.type.value_type)
+    validity = result.is_valid().buffers()[1] if result.null_count else None
+    return pa.Array.from_buffers(result.type, len(result), [validity, pa.py_buffer(new_off)],
+                                 null_count=result.null_count, children=[values])
