@@ -61,6 +61,19 @@ TIKTOKEN_FILES = {
 FIXTURE_COPIES = {
     "tokenizers/tiktoken/whisper_multilingual.tiktoken": FIXTURES / "whisper" / "multilingual.tiktoken",
 }
+# Shared files with a committed xz-compressed copy (fixtures/shared/<path>.xz: the same bytes once
+# decompressed, each checked against its sha256 here), so the suite checks them without ../shared.
+FIXTURE_XZ = {
+    "tokenizers/sentencepiece/botchan_en_bpe_1000.model":
+        "c8636a43e913dad9d5eb5d2eee2077706a55589fd2d6caf1e7ee4a7d03e4360a",
+    "tokenizers/sentencepiece/botchan_en_unigram_1000.model":
+        "f8c7e5e0fa9e948783d20ea9dccf0e2611f567bc1a4e468a658becd5015f458e",
+    "tokenizers/smollm2/tokenizer.json": "7d27c493c729a66ecefc837280b05d948b1ed50d130eebdbf911b1b36cf38ed7",
+    "tokenizers/gpt2/tokenizer.json": "cda20b8ca044949aa07ac4078420c80d1a57139d5f9f33700e46fb2d891e7c66",
+    "tokenizers/gpt2/vocab.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    "tokenizers/gpt2/merges.txt": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    "tokenizers/mistral-7b/tokenizer.json": "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc",
+}
 # Shared rank files the package embeds (tltok_jit/data/), by stem.
 EMBEDDED_RANK_FILES = {f"tokenizers/tiktoken/{s}.tiktoken": s for s in ("r50k_base", "cl100k_base", "o200k_base")}
 
@@ -110,12 +123,31 @@ def stand_in(rel: str | os.PathLike) -> Path | None:
     rel = Path(rel).as_posix()
     if rel in FIXTURE_COPIES and FIXTURE_COPIES[rel].is_file():
         return FIXTURE_COPIES[rel]
+    if rel in FIXTURE_XZ:
+        return _decompressed(rel)
     if rel in EMBEDDED_RANK_FILES:
         try:
             return write_embedded_rank_file(EMBEDDED_RANK_FILES[rel], _stand_in_dir() / Path(rel).parent)
         except LookupError:
             return None
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _decompressed(rel: str) -> Path | None:
+    import hashlib
+    import lzma
+
+    src = FIXTURES / "shared" / (rel + ".xz")
+    if not src.is_file():
+        return None
+    data = lzma.decompress(src.read_bytes())
+    if hashlib.sha256(data).hexdigest() != FIXTURE_XZ[rel]:
+        raise AssertionError(f"{src} does not decompress to the shared file's bytes (sha256 {FIXTURE_XZ[rel]})")
+    dest = _stand_in_dir() / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    return dest
 
 
 def missing_reason(p: Path) -> str:
@@ -153,7 +185,7 @@ def get_shared_path(rel: str | os.PathLike) -> Path:
 def has_shared_file(rel: str | os.PathLike) -> bool:
     """Whether `get_shared_path(rel)` finds a file (for choosing parameters at collection)."""
     return ((SHARED / rel).exists() or _in_tltok_data(rel) is not None
-            or Path(rel).as_posix() in FIXTURE_COPIES.keys() | EMBEDDED_RANK_FILES.keys())
+            or Path(rel).as_posix() in FIXTURE_COPIES.keys() | EMBEDDED_RANK_FILES.keys() | FIXTURE_XZ.keys())
 
 
 @functools.lru_cache(maxsize=None)
