@@ -33,6 +33,7 @@ import numpy as np
 from .args import check_int, check_threads
 from .errors import TltokError
 from .kernels.padding import fill_padded
+from .pages import populate_bytes, small_pages
 from .text import read_only_view
 from .threads import on_threads, resolve_threads
 
@@ -41,6 +42,7 @@ __all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "tr
 PADDINGS = ("longest", "max_length", "do_not_pad")
 SIDES = ("left", "right")
 DTYPES = {"int64": np.int64, "int32": np.int32}
+_POPULATE_BYTES = 1 << 18
 _PARALLEL_CELLS = 1 << 17  # output cells per thread of the fill (its first writes fault in fresh pages)
 
 
@@ -243,8 +245,10 @@ def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, pre
         raise PaddingError(f"row {int(sample[r])} needs padding ({int(real[r])} of {width} ids) and pad_id is not "
                            "set: pass pad_id", "pad_id", int(sample[r]))
     n_rows = len(sample)
-    ids = np.empty((n_rows, width), dtype=plan.dtype)
-    mask = np.empty((n_rows, width), dtype=plan.dtype)
+    # written once front to back: 4 KB pages (a first write into a fresh huge page can wait for the
+    # kernel to compact memory; see pages.py)
+    ids = small_pages(np.empty((n_rows, width), dtype=plan.dtype))
+    mask = small_pages(np.empty((n_rows, width), dtype=plan.dtype))
     lengths = np.empty(n_rows, dtype=plan.dtype)
     if n_rows:
         starts = read_only_view(np.asarray(row_starts, dtype=np.int64)[sample] + start)
@@ -255,6 +259,9 @@ def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, pre
 
         def fill(w: int) -> None:
             a, b = bounds[w], bounds[w + 1]
+            for x in (ids[a:b], mask[a:b]):
+                if x.nbytes >= _POPULATE_BYTES:  # one call faults the pages in for less than the first writes
+                    populate_bytes(x.ctypes.data, x.nbytes)
             fill_padded(values, starts[a:b], counts[a:b], prefix, suffix, pad, plan.left_pad, ids[a:b], mask[a:b],
                         lengths[a:b])
 
