@@ -134,11 +134,12 @@ def run_in_process(lib: str, mb: int, seed: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def write_report(runs: list[dict], args, command: str) -> None:
+def write_report(runs: list[dict], args, command: str, load: tuple[float, float]) -> None:
     lines = [
         "# Memory soak: unique text, 1 MB per call, one process per library",
         "",
-        f"Date: {datetime.date.today().isoformat()}. Command: `{command}`.",
+        f"Date: {datetime.date.today().isoformat()}. Command: `{command}`. Load average (1 min) at start "
+        f"{load[0]:.1f}, at end {load[1]:.1f} on {os.cpu_count()} cores: the seconds are not speed measurements.",
         "",
         f"Each call encodes 1 MB of newly generated random words (seed {args.seed}); RSS (VmRSS) is read after "
         f"every call. Warm-up: the first {args.warmup} MB. Growth: max RSS after warm-up minus RSS at its end. "
@@ -179,13 +180,15 @@ def main(argv=None) -> int:
         print(json.dumps(soak(libs[0], args.mb, args.seed)))
         return 0
     runs = []
+    load_start = os.getloadavg()[0]
     for lib in libs:
         r = run_in_process(lib, args.mb, args.seed)
         s = stats(r, args.warmup)
         print(f"{lib}: {r['mb']} MB in {r['seconds']} s; RSS warm {s['warm']} max {s['max']} last {s['last']} "
               f"growth {s['growth']} MB", flush=True)
         runs.append(r)
-    write_report(runs, args, "python bench/memory_soak.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    write_report(runs, args, "python bench/memory_soak.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                 (load_start, os.getloadavg()[0]))
     print(f"wrote {RESULTS}")
     return 0
 
