@@ -619,3 +619,67 @@ def test_encode_arrow_truncation_errors(kwargs, argument, ours):
     with pytest.raises(PaddingError, match=argument) as e:
         enc.encode_arrow(pa.array(["a b"]), **kwargs)
     assert e.value.argument == argument
+
+
+# ------------------------------------------------------------------------------------------------
+# recycled batch memory
+# ------------------------------------------------------------------------------------------------
+
+def _arena_batch(enc, k: int = 0):
+    texts = [f"row {k} " + "hello world " * (i % 50) for i in range(300)]  # ~0.5 MB of arrays: recycled
+    return enc.encode_batch_padded(texts, pad_id=0, num_threads=1)
+
+
+@pytest.mark.parametrize("keep", ["batch", "input_ids view", "attention_mask", "torch tensor"])
+def test_memory_a_batch_still_uses_is_never_handed_out(keep, ours):
+    import tltok_jit.padding as padding
+
+    if not padding._RECYCLE:
+        pytest.skip("no recycling on a free-threaded build")
+    enc = ours("o200k_base")
+    first = _arena_batch(enc, 1)
+    want_ids, want_mask = first.input_ids.copy(), first.attention_mask.copy()
+    assert any(np.shares_memory(first.input_ids, a) for a in padding._ARENAS)
+    if keep == "batch":
+        held, check = first, lambda: (first.input_ids, first.attention_mask)
+    elif keep == "input_ids view":
+        held = first.input_ids[1:]
+        check = lambda: (np.concatenate([want_ids[:1], held]), want_mask)  # noqa: E731
+    elif keep == "attention_mask":
+        held = first.attention_mask
+        check = lambda: (want_ids, held)  # noqa: E731
+    else:
+        torch = pytest.importorskip("torch")
+        held = torch.from_dlpack(first.input_ids)
+        check = lambda: (held.numpy(), want_mask)  # noqa: E731
+    if keep != "batch":
+        del first
+    others = [_arena_batch(enc, k) for k in range(2, 8)]  # more batches than arenas are kept
+    ids, mask = check()
+    assert np.array_equal(ids, want_ids) and np.array_equal(mask, want_mask)
+    for o in others:
+        assert not np.shares_memory(o.input_ids, np.asarray(ids)) and not np.shares_memory(o.attention_mask, mask)
+    del held
+
+
+def test_memory_of_a_dropped_batch_is_reused(ours, monkeypatch):
+    import tltok_jit.padding as padding
+
+    if not padding._RECYCLE:
+        pytest.skip("no recycling on a free-threaded build")
+    monkeypatch.setattr(padding, "_ARENAS", [])
+    enc = ours("o200k_base")
+    b = _arena_batch(enc)
+    assert len(padding._ARENAS) == 1
+    first = padding._ARENAS[0].ctypes.data  # (a reference held here would keep the arena in use)
+    del b
+    for k in range(5):
+        b = _arena_batch(enc, k)
+        assert padding._ARENAS[0].ctypes.data == first
+        assert np.shares_memory(b.input_ids, padding._ARENAS[0]) and np.shares_memory(b.attention_mask,
+                                                                                     padding._ARENAS[0])
+        del b
+    assert len(padding._ARENAS) == 1
+    held = [_arena_batch(enc, k) for k in range(6)]  # all in use: new arenas, at most _ARENA_KEEP kept
+    assert len(padding._ARENAS) == padding._ARENA_KEEP
+    assert len({b.input_ids.ctypes.data for b in held}) == 6

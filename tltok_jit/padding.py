@@ -26,6 +26,9 @@ the call: nothing is stored on the (shared) Encoding.
 
 from __future__ import annotations
 
+import sys
+import sysconfig
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +36,7 @@ import numpy as np
 from .args import check_int, check_threads
 from .errors import TltokError
 from .kernels.padding import fill_padded
-from .pages import populate_bytes, small_pages
+from .pages import small_pages
 from .text import read_only_view
 from .threads import on_threads, resolve_threads
 
@@ -42,8 +45,28 @@ __all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "tr
 PADDINGS = ("longest", "max_length", "do_not_pad")
 SIDES = ("left", "right")
 DTYPES = {"int64": np.int64, "int32": np.int32}
-_POPULATE_BYTES = 1 << 18
-_PARALLEL_CELLS = 1 << 17  # output cells per thread of the fill (its first writes fault in fresh pages)
+_PARALLEL_CELLS = 1 << 20  # output cells per thread of the fill (fewer: a thread hand-off costs more)
+
+# The batches' memory is recycled: glibc hands a freed megabyte-sized block back to the system and
+# the next batch faults every page of it in again, several times the cost of the fill itself. A
+# batch's arrays are views of an arena kept here; an arena no array refers to any more (only this
+# list does) is handed out again. Reference counts tell that exactly only with the GIL.
+_ARENAS: list[np.ndarray] = []
+_ARENA_LOCK = threading.Lock()
+_ARENA_KEEP = 4  # arenas kept
+_ARENA_MIN = 1 << 16  # bytes: smaller batches come from malloc's own free lists
+_ARENA_MAX = 1 << 23  # bytes: larger ones are not kept (a one-off whole column)
+_RECYCLE = not sysconfig.get_config_var("Py_GIL_DISABLED")
+
+
+def _unused_count() -> int:
+    """sys.getrefcount of an arena only the list refers to (the interpreter's own count for the
+    argument differs between versions)."""
+    probe = [np.empty(1, dtype=np.uint8)]
+    return sys.getrefcount(probe[0])
+
+
+_UNUSED = _unused_count()
 
 
 class PaddingError(ValueError, TltokError):
@@ -66,7 +89,10 @@ class PaddedBatch:
     input_ids [B, L]: the ids, padded; attention_mask [B, L]: 1 on real tokens, 0 on padding;
     lengths [B]: the real tokens of each row; overflow_to_sample_mapping [B]: the input row each row
     comes from (only with `return_overflowing_tokens`, else None); token_type_ids: None (single
-    sequences). `torch.from_dlpack(batch.input_ids)` shares the memory."""
+    sequences). `torch.from_dlpack(batch.input_ids)` shares the memory.
+
+    input_ids and attention_mask are views of one buffer; a later batch may reuse that buffer
+    once no array (or tensor) refers to it any more (a few buffers of up to 8 MB are kept)."""
 
     input_ids: np.ndarray
     attention_mask: np.ndarray
@@ -245,10 +271,12 @@ def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, pre
         raise PaddingError(f"row {int(sample[r])} needs padding ({int(real[r])} of {width} ids) and pad_id is not "
                            "set: pass pad_id", "pad_id", int(sample[r]))
     n_rows = len(sample)
-    # written once front to back: 4 KB pages (a first write into a fresh huge page can wait for the
-    # kernel to compact memory; see pages.py)
-    ids = small_pages(np.empty((n_rows, width), dtype=plan.dtype))
-    mask = small_pages(np.empty((n_rows, width), dtype=plan.dtype))
+    cells = n_rows * width
+    item = np.dtype(plan.dtype).itemsize
+    buf = _batch_memory(2 * cells * item)
+    ids = buf[:cells * item].view(plan.dtype).reshape(n_rows, width)
+    mask = buf[cells * item:2 * cells * item].view(plan.dtype).reshape(n_rows, width)
+    del buf
     lengths = np.empty(n_rows, dtype=plan.dtype)
     if n_rows:
         starts = read_only_view(np.asarray(row_starts, dtype=np.int64)[sample] + start)
@@ -259,15 +287,32 @@ def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, pre
 
         def fill(w: int) -> None:
             a, b = bounds[w], bounds[w + 1]
-            for x in (ids[a:b], mask[a:b]):
-                if x.nbytes >= _POPULATE_BYTES:  # one call faults the pages in for less than the first writes
-                    populate_bytes(x.ctypes.data, x.nbytes)
             fill_padded(values, starts[a:b], counts[a:b], prefix, suffix, pad, plan.left_pad, ids[a:b], mask[a:b],
                         lengths[a:b])
 
         on_threads(parts, fill)
     mapping = sample.astype(plan.dtype) if plan.overflow else None
     return PaddedBatch(input_ids=ids, attention_mask=mask, lengths=lengths, overflow_to_sample_mapping=mapping)
+
+
+def _batch_memory(nbytes: int) -> np.ndarray:
+    """`nbytes` of uninitialized memory for a batch's arrays (a uint8 array): part of a kept arena
+    no earlier batch still uses, else new (on 4 KB pages: a first write into a fresh huge page can
+    wait for the kernel to compact memory, see pages.py)."""
+    if not _RECYCLE or not _ARENA_MIN <= nbytes <= _ARENA_MAX:
+        return small_pages(np.empty(max(nbytes, 1), dtype=np.uint8))[:nbytes]
+    with _ARENA_LOCK:
+        for i in range(len(_ARENAS)):
+            # any array viewing the arena holds one more reference
+            if sys.getrefcount(_ARENAS[i]) == _UNUSED and nbytes <= len(_ARENAS[i]) <= 4 * nbytes:
+                arena = _ARENAS.pop(i)
+                _ARENAS.append(arena)
+                return arena[:nbytes]  # a view: the arena is in use from here on
+        arena = small_pages(np.empty(nbytes, dtype=np.uint8))
+        _ARENAS.append(arena)
+        if len(_ARENAS) > _ARENA_KEEP:
+            del _ARENAS[0]  # its batches, if any, keep it alive; it is never handed out again
+        return arena[:nbytes]
 
 
 def _null_row(texts) -> int | None:

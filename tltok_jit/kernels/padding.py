@@ -15,29 +15,21 @@ def fill_padded(values, starts, counts, prefix, suffix, pad_id, left, ids, mask,
     n_pre = len(prefix)
     n_suf = len(suffix)
     for r in range(n_rows):
+        # slice assignments: numba lowers them to vector loops (a store per [r, c] element was not
+        # vectorized)
         n = counts[r]
         real = n_pre + n + n_suf
-        c = 0
-        if left:
-            while c < width - real:
-                ids[r, c] = pad_id
-                mask[r, c] = 0
-                c += 1
-        for k in range(n_pre):
-            ids[r, c] = prefix[k]
-            mask[r, c] = 1
-            c += 1
+        lo = width - real if left else 0
+        hi = lo + real
+        row = ids[r]
+        row[:lo] = pad_id
+        row[lo:lo + n_pre] = prefix
         s = starts[r]
-        for k in range(n):
-            ids[r, c] = values[s + k]
-            mask[r, c] = 1
-            c += 1
-        for k in range(n_suf):
-            ids[r, c] = suffix[k]
-            mask[r, c] = 1
-            c += 1
-        while c < width:
-            ids[r, c] = pad_id
-            mask[r, c] = 0
-            c += 1
+        row[lo + n_pre:hi - n_suf] = values[s:s + n]
+        row[hi - n_suf:hi] = suffix
+        row[hi:] = pad_id
+        m = mask[r]
+        m[:lo] = 0
+        m[lo:hi] = 1
+        m[hi:] = 0
         lengths[r] = real
