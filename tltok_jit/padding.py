@@ -204,16 +204,19 @@ def windows(counts: np.ndarray, budget: int | None, stride: int, left: bool,
     if budget is None:
         return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), counts
     step = budget - stride
-    cut = counts > budget
-    k = np.ones(n, dtype=np.int64)
+    k = None
     if overflow:
+        k = np.ones(n, dtype=np.int64)
+        cut = counts > budget
         k[cut] += (counts[cut] - budget + step - 1) // step
-    if overflow and len(k) and k.max() > 1:
-        sample = np.repeat(np.arange(n, dtype=np.int64), k)
-        j = np.arange(len(sample), dtype=np.int64) - np.repeat(np.cumsum(k) - k, k)
-        total = counts[sample]
-    else:
-        sample, j, total = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), counts
+    if k is None or not len(k) or k.max() == 1:  # one window a row: its first
+        sample = np.arange(n, dtype=np.int64)
+        if left:
+            return sample, np.maximum(counts - budget, 0), counts
+        return sample, np.zeros(n, dtype=np.int64), np.minimum(counts, budget)
+    sample = np.repeat(np.arange(n, dtype=np.int64), k)
+    j = np.arange(len(sample), dtype=np.int64) - np.repeat(np.cumsum(k) - k, k)
+    total = counts[sample]
     if left:
         stop = total - j * step
         start = np.maximum(stop - budget, 0)
