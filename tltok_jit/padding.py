@@ -45,7 +45,7 @@ __all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "tr
 PADDINGS = ("longest", "max_length", "do_not_pad")
 SIDES = ("left", "right")
 DTYPES = {"int64": np.int64, "int32": np.int32}
-_PARALLEL_CELLS = 1 << 20  # output cells per thread of the fill (fewer: a thread hand-off costs more)
+_PARALLEL_CELLS = 1 << 19  # output cells per thread of the fill (fewer: a thread hand-off costs more)
 
 # The batches' memory is recycled: glibc hands a freed megabyte-sized block back to the system and
 # the next batch faults every page of it in again, several times the cost of the fill itself. A
