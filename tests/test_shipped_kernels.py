@@ -49,6 +49,7 @@ for name in ("r50k_base", "cl100k_base", "o200k_base"):
     enc.count_arrow(pa.array(texts), num_threads=1)
     enc.decode_arrow(col, num_threads=2)
     enc.encode("abc" * 400_000)
+    assert len(enc.encode(" a" * 600_000)) == 600_000  # a long list: filled by its own kernel
     d = tltok_jit.StreamDecoder(enc)
     for i in ids:
         d.push(i)

@@ -60,7 +60,20 @@ def compile_all() -> None:
         padded.encode_batch_padded(["a fixed", "shape"], pad_id=0, dtype=dtype)
     _warm_sentencepiece_style_json()
     _warm_sentencepiece()
+    _warm_long_results()
     _build_tables()
+
+
+def _warm_long_results() -> None:
+    """A long text's ids as a list: more ids than the stages' texts give, so the list is filled by
+    the kernel that writes int objects straight into it (pylist), on one thread and on two."""
+    from .warm_worker import compiled_encoding, stand_in_model
+
+    enc = compiled_encoding(stand_in_model())
+    text = " a" * 600_000
+    for threads in (1, 2):
+        enc.encode(text, num_threads=threads)
+        enc.encode_ordinary(text, num_threads=threads)
 
 
 def _build_tables() -> None:
