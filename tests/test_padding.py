@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -477,7 +478,7 @@ def test_dlpack_shares_memory_with_torch(dtype, ours):
 def test_import_never_loads_torch():
     code = ("import sys, tltok_jit, tltok_jit.padding; enc = tltok_jit.get_encoding('o200k_base'); "
             "enc.encode_batch_padded(['a b', 'c'], pad_id=0); assert 'torch' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True, env={**__import__("os").environ, "TLTOK_OFFLINE": "1"})
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "TLTOK_OFFLINE": "1"})
 
 
 def test_options_are_per_call_under_threads(ours):
@@ -659,7 +660,6 @@ def test_memory_a_batch_still_uses_is_never_handed_out(keep, ours):
     assert np.array_equal(ids, want_ids) and np.array_equal(mask, want_mask)
     for o in others:
         assert not np.shares_memory(o.input_ids, np.asarray(ids)) and not np.shares_memory(o.attention_mask, mask)
-    del held
 
 
 def test_memory_of_a_dropped_batch_is_reused(ours, monkeypatch):

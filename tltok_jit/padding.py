@@ -18,10 +18,12 @@ length=max_length if padding == "max_length" else None)`, with each encoding fol
 
 Where HF would return ragged rows the call raises instead: `padding="max_length"` without truncation
 and a row longer than `max_length` (rounded up to `pad_to_multiple_of`, as HF pads to that length):
-a `PaddingError` naming the row. An argument that has no effect
-in the call (`max_length` with neither truncation nor "max_length" padding, `stride` without
-truncation, `pad_to_multiple_of` with "do_not_pad") is refused rather than ignored. Options belong to
-the call: nothing is stored on the (shared) Encoding.
+a `PaddingError` naming the row. So does a null row, and `pad_id=None` when a row needs padding. An
+argument that has no effect in the call (`max_length` with neither truncation nor "max_length"
+padding, `stride` without truncation, `pad_to_multiple_of` with "do_not_pad") is refused rather than
+ignored. `stride` is checked against the budget of the call (HF checks it against `max_length` minus
+the template's ids even when `add_special_tokens=False`). Options belong to the call: nothing is
+stored on the (shared) Encoding.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from .pages import small_pages
 from .text import read_only_view
 from .threads import on_threads, resolve_threads
 
-__all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "truncate_lists", "truncation_args", "windows"]
+__all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "truncate_lists", "truncation_args",
+           "windows"]
 
 PADDINGS = ("longest", "max_length", "do_not_pad")
 SIDES = ("left", "right")
