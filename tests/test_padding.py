@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -447,11 +448,11 @@ def test_null_rows_are_named(ours):
     pa = pytest.importorskip("pyarrow")
     pd = pytest.importorskip("pandas")
     enc = ours("o200k_base")
-    cases = [(["a", "b", None], 2), (pa.array(["a", None, "b"]), 1), (pa.chunked_array([["a", "b"], ["c", None]]), 3),
+    cases = [(["a", "b", None], 2), (["a", float("nan")], 1), (pa.array(["a", None, "b"]), 1), (pa.chunked_array([["a", "b"], ["c", None]]), 3),
              (pd.Series(["a", None]), 1), (pd.Series(["a", "b", float("nan")]), 2),
              (pd.Series(["a", None], dtype="string"), 1)]
     for texts, row in cases:
-        with pytest.raises(PaddingError, match=f"row {row} is null|texts\\[{row}\\] is None") as e:
+        with pytest.raises(PaddingError, match=f"row {row} is null|texts\\[{row}\\] is (None|nan), a missing row") as e:
             enc.encode_batch_padded(texts, pad_id=0)
         assert (e.value.argument, e.value.row) == ("texts", row)
         assert isinstance(e.value, tltok_jit.TltokError) and isinstance(e.value, ValueError)
@@ -473,6 +474,8 @@ def test_dlpack_shares_memory_with_torch(dtype, ours):
     t[1, 1] = 7
     assert b.input_ids[1, 1] == 7
     assert torch.from_dlpack(b.lengths).tolist() == [2, 1]
+    again = pickle.loads(pickle.dumps(b))  # as a DataLoader worker hands a batch over
+    assert again.input_ids.tolist() == b.input_ids.tolist() and again.input_ids.dtype == b.input_ids.dtype
 
 
 def test_import_never_loads_torch():

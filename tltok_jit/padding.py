@@ -335,7 +335,7 @@ def _from_list(enc, texts, threads: int, allowed_special, disallowed_special):
     if not all(type(t) is str for t in texts):
         r = _null_row(texts)
         if r is not None:
-            raise PaddingError(f"texts[{r}] is None: every row must be a str", "texts", r)
+            raise PaddingError(f"texts[{r}] is {texts[r]!r}, a missing row: every row must be a str", "texts", r)
     ids, offsets = enc.encode_batch_to_numpy(texts, num_threads=threads, allowed_special=allowed_special,
                                              disallowed_special=disallowed_special)
     return ids, offsets[:-1], np.diff(offsets)
