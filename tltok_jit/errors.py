@@ -139,3 +139,16 @@ def _rebuild_message(cls, message: str, attrs: dict):
     Exception.__init__(e, message)
     e.__dict__.update(attrs)
     return e
+
+
+class PaddingError(ValueError, TltokError):
+    """A fixed-shape batch cannot be made as asked: `argument` names the argument at fault, `row` the
+    input row (None when no row is)."""
+
+    def __init__(self, message: str, argument: str, row: int | None = None):
+        super().__init__(message)
+        self.argument = argument
+        self.row = row
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.argument, self.row)

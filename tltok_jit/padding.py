@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .args import check_int, check_threads
-from .errors import TltokError
+from .errors import PaddingError  # noqa: F401 (raised here; defined with the others)
 from .kernels.padding import fill_padded
 from .pages import small_pages
 from .text import read_only_view
@@ -70,19 +70,6 @@ def _unused_count() -> int:
 
 
 _UNUSED = _unused_count()
-
-
-class PaddingError(ValueError, TltokError):
-    """A fixed-shape batch cannot be made as asked: `argument` names the argument at fault, `row` the
-    input row (None when no row is)."""
-
-    def __init__(self, message: str, argument: str, row: int | None = None):
-        super().__init__(message)
-        self.argument = argument
-        self.row = row
-
-    def __reduce__(self):
-        return type(self), (self.args[0], self.argument, self.row)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
