@@ -1,0 +1,434 @@
+"""Packing documents of token ids into fixed-length training rows that keep document boundaries.
+
+`pack(ids, seq_len, strategy=...)` lays documents (an Arrow `list<uint32>` column, a list of id
+arrays, or a padded id batch) into rows of `seq_len` ids and returns a `PackedBatch`:
+
+* ``bfd`` (best-fit decreasing, as TRL's ``packing_strategy="bfd"``): documents longest first (ties
+  in input order), each into the row with the least room left that fits it (ties to the lowest
+  row), a new row when none fits. A document longer than `seq_len` is cut first into whole windows
+  and its rest (``long_documents="split"``) or dropped and counted (``"drop"``).
+* ``concat`` (Megatron / nanoGPT): the documents end to end, cut every `seq_len` ids; a document
+  cut across rows gives a segment in each.
+* ``pad``: one document (or window of one) per row.
+
+`eos_id` / `bos_id` are put after / before every document before packing. Within a row each
+document's run (a *segment*) has position_ids 0, 1, ... and labels equal to its ids except -100 on
+its first id: a model that shifts labels (HF's causal LMs, torchtune's recipes) never learns across
+a boundary, exactly what HF's `DataCollatorWithFlattening` gives each sequence. The padding at the
+end of a row has `pad_id`, label -100 and its own positions from 0 (so models that find
+boundaries where position_ids drop to 0, as HF's flash-attention path does, see it as a sequence of
+its own). `seq_lens` is torchtune's layout: the row's segment lengths, then the padding run, summing
+to seq_len (zeros after, to the widest row); `cu_seqlens` is FlashAttention's varlen layout over
+`input_ids.reshape(-1)` (every segment and padding run).
+
+A null row of an Arrow column is an error naming the row (HF's collators and torch fail on a None
+row too); an empty document (no ids and no eos/bos) gives no segment and is counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import TltokError
+from .kernels import packing as kernels
+
+__all__ = ["PackedBatch", "PackingError", "STRATEGIES", "pack", "pack_column", "packed_table", "torchtune_fields",
+           "write_parquet"]
+
+STRATEGIES = ("bfd", "concat", "pad")
+LONG_DOCUMENTS = ("split", "drop")
+IGNORE_INDEX = -100  # label of an id without loss (HF's and torchtune's ignore index)
+_DTYPES = {"int64": np.int64, "int32": np.int32}
+
+
+class PackingError(ValueError, TltokError):
+    """Rows cannot be packed as asked: `argument` names the argument at fault, `row` the input row
+    (None when no row is)."""
+
+    def __init__(self, message: str, argument: str, row: int | None = None):
+        super().__init__(message)
+        self.argument = argument
+        self.row = row
+
+    def __reduce__(self):
+        return type(self), (self.args[0], self.argument, self.row)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PackedBatch:
+    """Rows of packed documents as numpy arrays.
+
+    input_ids, position_ids, labels [N, seq_len] (the dtype asked, int64 by default), loss_mask
+    [N, seq_len] bool (labels != -100); seq_lens [N, K] int32: segment lengths then the padding run,
+    0 after; cu_seqlens [M + 1] int32 and max_seqlen: FlashAttention's varlen layout of every segment
+    and padding run of `input_ids.reshape(-1)`; doc_index [S, 3] int64: (source row, start in the
+    packed document, length) of every segment, row by row; row_segments [N + 1]: row r holds segments
+    row_segments[r]:row_segments[r + 1] of doc_index. Counts: documents (input rows), split (cut into
+    several segments), dropped (longer than seq_len with long_documents="drop"), empty (no ids),
+    tokens (non-pad ids)."""
+
+    input_ids: np.ndarray
+    position_ids: np.ndarray
+    labels: np.ndarray
+    loss_mask: np.ndarray
+    seq_lens: np.ndarray
+    cu_seqlens: np.ndarray
+    max_seqlen: int
+    doc_index: np.ndarray
+    row_segments: np.ndarray
+    documents: int
+    split: int
+    dropped: int
+    empty: int
+    tokens: int
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    @property
+    def seq_len(self) -> int:
+        return self.input_ids.shape[1]
+
+    @property
+    def fill(self) -> float:
+        """Non-pad ids / all slots (1.0 for no rows)."""
+        slots = self.input_ids.size
+        return self.tokens / slots if slots else 1.0
+
+
+# ------------------------------------------------------------------ arguments
+def _int(value, arg: str, least: int, most: int | None = None) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise PackingError(f"{arg} must be an int, not {type(value).__name__} ({value!r})", arg)
+    v = int(value)
+    if v < least or (most is not None and v > most):
+        bound = f"in [{least}, {most}]" if most is not None else f"at least {least}"
+        raise PackingError(f"{arg} must be {bound}, not {v}", arg)
+    return v
+
+
+def _choice(value, arg: str, allowed) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise PackingError(f"{arg} must be one of {', '.join(map(repr, allowed))}, not {value!r}", arg)
+    return value
+
+
+def _token(value, arg: str, top: int, vocab_size: int | None) -> int:
+    """A checked id: an int in [0, vocab_size) (or what the output dtype holds)."""
+    if vocab_size is not None:
+        top = min(top, vocab_size - 1)
+    return _int(value, arg, 0, top)
+
+
+# ------------------------------------------------------------------ inputs
+def _null_error(row: int) -> PackingError:
+    return PackingError(f"ids row {row} is null: every row must be a list of ids (drop or fill null rows first)",
+                        "ids", row)
+
+
+def _as_ids(values: np.ndarray, offsets: np.ndarray | None, what: str) -> np.ndarray:
+    """`values` as uint32, checked to be ids (integers in [0, 2**32))."""
+    if values.dtype == np.uint32:
+        return values
+    if values.size == 0:
+        return np.empty(0, dtype=np.uint32)
+    if values.dtype.kind not in "iu":
+        raise PackingError(f"{what} must hold integer ids, not {values.dtype}", "ids")
+    bad = np.flatnonzero((values < 0) | (values > 0xFFFFFFFF)) if values.dtype.kind == "i" else \
+        np.flatnonzero(values > 0xFFFFFFFF)
+    if len(bad):
+        i = int(bad[0])
+        row = int(np.searchsorted(offsets, i, side="right") - 1) if offsets is not None else None
+        raise PackingError(f"ids row {row}: {values[i]} is not a token id (ids are in [0, 2**32))", "ids", row)
+    return values.astype(np.uint32)
+
+
+def _from_arrow(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    import pyarrow as pa
+
+    chunks = list(ids.chunks) if isinstance(ids, pa.ChunkedArray) else [ids]
+    t = ids.type
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or not pa.types.is_integer(t.value_type):
+        raise PackingError(f"ids must be a list<uint32> column (or a list of another integer type), not Arrow {t}",
+                           "ids")
+    values, starts, counts = [], [], []
+    base = shift = 0
+    for c in chunks:
+        if c.null_count:
+            raise _null_error(base + int(np.argmin(c.is_valid().to_numpy(zero_copy_only=False))))
+        # the offsets of a (sliced) list array index its whole values child
+        off = np.asarray(c.offsets).astype(np.int64)
+        child = c.values
+        if child.null_count:
+            i = int(np.argmin(child.is_valid().to_numpy(zero_copy_only=False)))
+            row = base + int(np.searchsorted(off, i, side="right") - 1)
+            raise PackingError(f"ids row {row} holds a null id", "ids", row)
+        values.append(_as_ids(child.to_numpy(), off, "ids"))
+        starts.append(off[:-1] + shift)
+        counts.append(np.diff(off))
+        base += len(c)
+        shift += len(child)
+    if len(chunks) == 1:
+        return values[0], starts[0], counts[0]
+    if not chunks:
+        return np.empty(0, np.uint32), np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(values), np.concatenate(starts), np.concatenate(counts)
+
+
+def _from_padded(input_ids, attention_mask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ids = np.asarray(input_ids)
+    mask = np.asarray(attention_mask)
+    if ids.ndim != 2 or mask.shape != ids.shape:
+        raise PackingError(f"a padded batch needs input_ids and attention_mask of one 2-D shape, not {ids.shape} "
+                           f"and {mask.shape}", "ids")
+    n, width = ids.shape
+    real = mask != 0
+    counts = real.sum(axis=1).astype(np.int64)
+    first = np.argmax(real, axis=1).astype(np.int64)
+    last = width - 1 - np.argmax(real[:, ::-1], axis=1)
+    gap = np.flatnonzero((counts > 0) & (last - first + 1 != counts))
+    if len(gap):
+        r = int(gap[0])
+        raise PackingError(f"row {r} of the padded batch has padding between its ids (attention_mask is not one run "
+                           "of 1s)", "ids", r)
+    flat = np.ascontiguousarray(ids).reshape(-1)
+    starts = np.arange(n, dtype=np.int64) * width + np.where(counts > 0, first, 0)
+    return _as_ids(flat, np.arange(n + 1, dtype=np.int64) * width, "input_ids"), starts, counts
+
+
+def _from_list(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    docs = ids if isinstance(ids, (list, tuple)) else list(ids)
+    arrays = []
+    for r, d in enumerate(docs):
+        if d is None:
+            raise _null_error(r)
+        a = np.asarray(d)
+        if a.ndim != 1:
+            raise PackingError(f"ids row {r} must be 1-D ids, not an array of shape {a.shape}", "ids", r)
+        arrays.append(a if a.size else np.empty(0, dtype=np.uint32))
+    counts = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    if not arrays:
+        return np.empty(0, np.uint32), offsets[:-1], counts
+    values = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+    return _as_ids(values, offsets, "ids"), offsets[:-1], counts
+
+
+def documents(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values, starts, counts) of the documents of `ids`: document d is values[starts[d]:
+    starts[d] + counts[d]] (uint32; an Arrow column's values are not copied).
+
+    >>> values, starts, counts = documents([[1, 2], [3]])
+    >>> values.tolist(), starts.tolist(), counts.tolist()
+    ([1, 2, 3], [0, 2], [2, 1])
+    """
+    module = type(ids).__module__.partition(".")[0]
+    if module == "pyarrow":
+        return _from_arrow(ids)
+    if isinstance(ids, Mapping) and "input_ids" in ids:
+        if "attention_mask" not in ids:
+            raise PackingError("a padded batch needs its attention_mask to tell ids from padding", "ids")
+        return _from_padded(ids["input_ids"], ids["attention_mask"])
+    if hasattr(ids, "input_ids") and hasattr(ids, "attention_mask"):
+        return _from_padded(ids.input_ids, ids.attention_mask)
+    if isinstance(ids, (str, bytes)) or (isinstance(ids, np.ndarray) and ids.ndim != 1):
+        raise PackingError(f"ids must be a list column, a list of id arrays or a padded batch, not "
+                           f"{type(ids).__name__}", "ids")
+    return _from_list(ids)
+
+
+# ------------------------------------------------------------------ packing
+def pack(ids, seq_len: int, *, strategy: str = "bfd", eos_id: int | None = None, bos_id: int | None = None,
+         long_documents: str = "split", pad_id: int = 0, vocab_size: int | None = None,
+         dtype: str = "int64") -> PackedBatch:
+    """Pack the documents of `ids` into rows of `seq_len` ids (see this module's docstring).
+
+    `ids`: a `list<uint32>` Arrow column (any integer list or large_list, chunked or sliced), a list
+    of id arrays, or a padded batch (`PaddedBatch`, or a mapping with input_ids and
+    attention_mask). `vocab_size`, when given, bounds eos_id, bos_id, pad_id and every id.
+
+    >>> b = pack([[1, 2, 3], [4, 5], [6]], 4, pad_id=9)
+    >>> b.input_ids.tolist()
+    [[1, 2, 3, 6], [4, 5, 9, 9]]
+    >>> b.position_ids.tolist(), b.labels.tolist()
+    ([[0, 1, 2, 0], [0, 1, 0, 1]], [[-100, 2, 3, -100], [-100, 5, -100, -100]])
+    >>> b.seq_lens.tolist(), b.cu_seqlens.tolist(), b.doc_index.tolist()
+    ([[3, 1], [2, 2]], [0, 3, 4, 6, 8], [[0, 0, 3], [2, 0, 1], [1, 0, 2]])
+    """
+    seq_len = _int(seq_len, "seq_len", 2)
+    strategy = _choice(strategy, "strategy", STRATEGIES)
+    long_documents = _choice(long_documents, "long_documents", LONG_DOCUMENTS)
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
+        raise PackingError(f"dtype must be 'int64' or 'int32', not {dtype!r}", "dtype")
+    out = _DTYPES[dtype]
+    top = int(np.iinfo(out).max) if out == np.int32 else 0xFFFFFFFF
+    if vocab_size is not None:
+        vocab_size = _int(vocab_size, "vocab_size", 1)
+    eos = -1 if eos_id is None else _token(eos_id, "eos_id", top, vocab_size)
+    bos = -1 if bos_id is None else _token(bos_id, "bos_id", top, vocab_size)
+    pad_id = _token(pad_id, "pad_id", top, vocab_size)
+    values, starts, counts = documents(ids)
+    limit = min(top, vocab_size - 1) if vocab_size is not None else top
+    _check_range(values, starts, counts, limit, vocab_size)
+    return pack_documents(values, starts, counts, seq_len, strategy=strategy, eos=eos, bos=bos,
+                          split=long_documents == "split", pad_id=pad_id, dtype=out)
+
+
+def _check_range(values, starts, counts, limit: int, vocab_size: int | None) -> None:
+    if limit >= 0xFFFFFFFF or not len(counts) or not values.size:
+        return
+    lo, hi = int(starts.min()), int((starts + counts).max())
+    used = values[lo:hi]
+    if used.size and int(used.max()) > limit:
+        i = lo + int(np.argmax(used > limit))
+        row = int(np.argmax((starts <= i) & (i < starts + counts)))
+        what = f"outside the vocabulary of {vocab_size}" if vocab_size is not None else "too large for int32"
+        raise PackingError(f"ids row {row} holds id {int(values[i])}, {what}", "ids", row)
+
+
+def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, seq_len: int, *, strategy: str,
+                   eos: int = -1, bos: int = -1, split: bool = True, pad_id: int = 0, dtype=np.int64,
+                   source_rows: np.ndarray | None = None) -> PackedBatch:
+    """`pack` of checked documents values[starts[d]:starts[d] + counts[d]] (uint32 values, int64
+    starts and counts; eos / bos -1 for none); doc_index names source_rows[d] (default d)."""
+    ro = kernels.read_only
+    values = ro(np.ascontiguousarray(values, dtype=np.uint32))
+    starts = ro(np.ascontiguousarray(starts, dtype=np.int64))
+    counts = ro(np.ascontiguousarray(counts, dtype=np.int64))
+    n_extra = (eos >= 0) + (bos >= 0)
+    seg_doc, seg_start, seg_len, row_segments, n_split, n_dropped, n_empty = kernels.layout(
+        strategy, counts, n_extra, seq_len, split)
+    n_rows = len(row_segments) - 1
+    if n_rows * seq_len >= 2**31:
+        raise PackingError(f"{n_rows} rows of {seq_len} ids are too many for int32 cu_seqlens: pack fewer documents "
+                           "per call", "ids")
+    input_ids = np.empty((n_rows, seq_len), dtype=dtype)
+    position_ids = np.empty_like(input_ids)
+    labels = np.empty_like(input_ids)
+    loss_mask = np.empty((n_rows, seq_len), dtype=np.bool_)
+    kernels.fill_rows(values, starts, counts, np.int64(bos), np.int64(eos), seg_doc, seg_start, seg_len,
+                      row_segments, np.int64(pad_id), input_ids, position_ids, labels, loss_mask)
+    seq_lens, cu_seqlens, max_seqlen, tokens = _boundaries(seg_len, row_segments, seq_len)
+    rows = seg_doc if source_rows is None else np.asarray(source_rows, dtype=np.int64)[seg_doc]
+    doc_index = np.stack([rows, seg_start, seg_len], axis=1) if len(seg_doc) else np.empty((0, 3), np.int64)
+    return PackedBatch(input_ids=input_ids, position_ids=position_ids, labels=labels, loss_mask=loss_mask,
+                       seq_lens=seq_lens, cu_seqlens=cu_seqlens, max_seqlen=max_seqlen, doc_index=doc_index,
+                       row_segments=np.array(row_segments), documents=len(counts), split=n_split,
+                       dropped=n_dropped, empty=n_empty, tokens=tokens)
+
+
+def _boundaries(seg_len: np.ndarray, row_segments: np.ndarray, seq_len: int):
+    """(seq_lens [N, K] int32, cu_seqlens int32, max_seqlen, tokens) of a layout."""
+    n_rows = len(row_segments) - 1
+    if n_rows == 0:
+        return np.zeros((0, 0), np.int32), np.zeros(1, np.int32), 0, 0
+    n_seg = np.diff(row_segments)
+    row_tokens = np.add.reduceat(seg_len, row_segments[:-1])  # every row holds a segment
+    padding = seq_len - row_tokens
+    padded = padding > 0
+    width = int((n_seg + padded).max())
+    seq_lens = np.zeros((n_rows, width), dtype=np.int32)
+    seg_row = np.repeat(np.arange(n_rows, dtype=np.int64), n_seg)
+    seq_lens[seg_row, np.arange(len(seg_len), dtype=np.int64) - row_segments[:-1][seg_row]] = seg_len
+    seq_lens[np.flatnonzero(padded), n_seg[padded]] = padding[padded]
+    runs = seq_lens[seq_lens > 0]  # row-major: each row's runs in order
+    cu_seqlens = np.zeros(len(runs) + 1, dtype=np.int32)
+    np.cumsum(runs, out=cu_seqlens[1:])
+    return seq_lens, cu_seqlens, int(runs.max()), int(row_tokens.sum())
+
+
+# ------------------------------------------------------------------ writers
+def packed_table(batch: PackedBatch):
+    """The rows of `batch` as a pyarrow Table that HF `datasets` loads: input_ids, labels and
+    position_ids as `fixed_size_list<int32>[seq_len]`, seq_lens as `list<int32>` (the segments, then
+    the padding run). Splitting a row by its seq_lens into features of input_ids and labels and
+    giving them to HF's `DataCollatorWithFlattening` gives back the row's ids, labels,
+    position_ids and cu_seq_lens.
+
+    >>> packed_table(pack([[1, 2, 3], [4]], 4)).column("seq_lens").to_pylist()
+    [[3, 1]]
+    """
+    import pyarrow as pa
+
+    s = batch.seq_len
+
+    def column(a):
+        return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(a, dtype=np.int32).reshape(-1)), s)
+
+    width = (batch.seq_lens > 0).sum(axis=1)
+    offsets = np.zeros(len(batch) + 1, dtype=np.int32)
+    np.cumsum(width, out=offsets[1:])
+    seq_lens = pa.ListArray.from_arrays(pa.array(offsets), pa.array(batch.seq_lens[batch.seq_lens > 0]))
+    return pa.table({"input_ids": column(batch.input_ids), "labels": column(batch.labels),
+                     "position_ids": column(batch.position_ids), "seq_lens": seq_lens})
+
+
+def write_parquet(batches, path, **parquet_options) -> int:
+    """Write a PackedBatch (or an iterable of them, all of one seq_len) to a Parquet file at `path`,
+    one row group per batch; returns the number of rows written. Read it with
+    `datasets.Dataset.from_parquet(path)` or `pyarrow.parquet.read_table(path)`."""
+    import pyarrow.parquet as pq
+
+    if isinstance(batches, PackedBatch):
+        batches = [batches]
+    writer = None
+    rows = 0
+    try:
+        for b in batches:
+            table = packed_table(b)
+            if writer is None:
+                writer = pq.ParquetWriter(str(path), table.schema, **parquet_options)
+            elif table.schema != writer.schema:
+                raise PackingError(f"batches of seq_len {b.seq_len} cannot join a file of another seq_len", "batches")
+            writer.write_table(table)
+            rows += len(b)
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
+
+
+def torchtune_fields(batch: PackedBatch) -> dict:
+    """torchtune `PackedDataset`'s fields of every row: tokens, labels, input_pos [N, seq_len]
+    int64 and seq_lens (a list of N int64 arrays, each summing to seq_len: the segments, then the
+    padding run). input_pos of the padding continues from the last segment's, capped at
+    seq_len - 1, as torchtune pads a pack; labels are unshifted (torchtune's recipes shift them),
+    -100 on each segment's first id and on the padding.
+
+    >>> torchtune_fields(pack([[1, 2], [3]], 4))["input_pos"].tolist()
+    [[0, 1, 0, 1]]
+    """
+    pos = batch.position_ids.astype(np.int64)
+    s = batch.seq_len
+    n = len(batch)
+    if n:
+        real = s - _padding(batch)  # >= 1: every row holds a segment
+        cols = np.arange(s, dtype=np.int64)[None, :]
+        last = pos[np.arange(n), real - 1][:, None]
+        pos = np.where(cols < real[:, None], pos, np.minimum(last + 1 + cols - real[:, None], s - 1))
+    width = (batch.seq_lens > 0).sum(axis=1)
+    seq_lens = [batch.seq_lens[r, :width[r]].astype(np.int64) for r in range(n)]
+    return {"tokens": batch.input_ids.astype(np.int64), "labels": batch.labels.astype(np.int64),
+            "input_pos": pos, "seq_lens": seq_lens}
+
+
+def _padding(batch: PackedBatch) -> np.ndarray:
+    """The padding run of each row (0 for a full row)."""
+    return batch.seq_len - np.add.reduceat(batch.doc_index[:, 2], batch.row_segments[:-1])
+
+
+def pack_column(column, seq_len: int, **options):
+    """(pyarrow Table of packed rows, PackedBatch) of an Arrow `list<uint32>` column: `pack` then
+    `packed_table`; the one call a command line's `--pack N --strategy S` needs per chunk.
+
+    >>> import pyarrow as pa
+    >>> table, batch = pack_column(pa.array([[1, 2], [3]], pa.list_(pa.uint32())), 4, strategy="concat")
+    >>> table.num_rows, batch.fill
+    (1, 0.75)
+    """
+    batch = pack(column, seq_len, **options)
+    return packed_table(batch), batch
