@@ -1,4 +1,4 @@
-"""Building the package compiles its kernels into it (tltok_jit/build_kernels.py): an installed
+"""Building the package compiles its kernels into it (tltok_jit/compile/build_kernels.py): an installed
 package runs at full speed from its first call. The rest of the metadata is in pyproject.toml."""
 
 import os
@@ -25,7 +25,7 @@ class BuildPyWithKernels(build_py):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         out = os.path.join(root, "tltok_jit", "compiled")
         reuse = os.path.join(HERE, "build", "tltok-kernels")
-        subprocess.run([sys.executable, "-m", "tltok_jit.build_kernels", out, "--reuse", reuse], env=env, cwd=root,
+        subprocess.run([sys.executable, "-m", "tltok_jit.compile.build_kernels", out, "--reuse", reuse], env=env, cwd=root,
                        check=True)
 
 

@@ -11,7 +11,7 @@ Every number is one fresh process (best of --repeat); MB = 10^6 bytes of UTF-8 t
   on other text);
 - encode_batches: the same, one call per batch of the CLI's reader (8 MB), all read beforehand;
 - write: the ids of every batch (encoded beforehand) written as the CLI writes them (zstd Parquet);
-- cli: `tltok encode IN -o OUT --threads N` in a fresh process (`runpy` of `tltok_jit.cli`, as
+- cli: `tltok encode IN -o OUT --threads N` in a fresh process (`runpy` of `tltok_jit.integrations.cli`, as
   `python -m` runs it, then the peak RSS, VmHWM, is printed): "end to end" is the
   job by the CLI's own clock (from the first read to the renamed output, as its summary line
   prints it), start-up is the rest of the command's wall time (import, tables, cached kernels);
@@ -110,7 +110,7 @@ def _warm_text():
 
 
 def worker_read(inp: Path, threads: int) -> dict:
-    from tltok_jit import cli
+    from tltok_jit.integrations import cli
 
     t0 = _clock()
     r = cli.Reader(inp, 8_000_000, "text")
@@ -143,7 +143,7 @@ def worker_encode_batches(inp: Path, threads: int) -> dict:
     import gc
 
     import tltok_jit
-    from tltok_jit import cli
+    from tltok_jit.integrations import cli
 
     enc = tltok_jit.get_encoding("o200k_base")
     for _ in range(2):
@@ -165,7 +165,7 @@ def worker_write(inp: Path, threads: int) -> dict:
     import pyarrow.parquet as pq
 
     import tltok_jit
-    from tltok_jit import cli
+    from tltok_jit.integrations import cli
 
     enc = tltok_jit.get_encoding("o200k_base")
     batches = [pa.RecordBatch.from_arrays([enc.encode_arrow(b.column(0), num_threads=threads, large_list=False,
@@ -229,13 +229,13 @@ def peak_rss_mb() -> float:
 
 
 def cli_in_this_process(argv: list[str]) -> int:
-    """`python -m tltok_jit.cli ARGV`, then the peak RSS on stderr's last line."""
+    """`python -m tltok_jit.integrations.cli ARGV`, then the peak RSS on stderr's last line."""
     import runpy
 
     sys.argv = ["tltok", *argv]
     rc = 0
     try:
-        runpy.run_module("tltok_jit.cli", run_name="__main__", alter_sys=True)
+        runpy.run_module("tltok_jit.integrations.cli", run_name="__main__", alter_sys=True)
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else 1
     sys.stdout.flush()

@@ -98,7 +98,7 @@ def direct(data: Path, shard_mb: float, work: Path) -> dict:
     import pyarrow.parquet as pq
 
     import tltok_jit
-    from tltok_jit import ray_job
+    from tltok_jit.integrations import ray_job
 
     enc = tltok_jit.get_encoding("o200k_base")
     enc.encode_arrow(pq.read_table(sorted(data.glob("*.parquet"))[0]).column("text").slice(0, 10), num_threads=1)
@@ -123,7 +123,7 @@ def direct(data: Path, shard_mb: float, work: Path) -> dict:
 
 def cli_run(data: Path, out: Path, address: str, workers: int, shard_mb: float) -> dict:
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "tltok_jit.cli", "encode", str(data), "-o", str(out), "--ray", address,
+    r = subprocess.run([sys.executable, "-m", "tltok_jit.integrations.cli", "encode", str(data), "-o", str(out), "--ray", address,
                         "--ray-workers", str(workers), "--shard-mb", str(shard_mb)],
                        env=_env(), capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t0

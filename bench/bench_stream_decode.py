@@ -41,7 +41,7 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", "")
 SHARED = Path(os.environ.get("TLTOK_SHARED") or (ROOT.parent / "shared")).resolve()
 os.environ.setdefault("TLTOK_DATA", str(SHARED / "tokenizers"))
 
-from tltok_jit.stream import MultiStreamDecoder, StreamDecoder, decode_incremental, token_pieces  # noqa: E402
+from tltok_jit.streaming.decode import MultiStreamDecoder, StreamDecoder, decode_incremental, token_pieces  # noqa: E402
 
 
 def load_encoding(name: str):

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ev.register("numba:compile", listener)
     ev.register("numba:run_pass", listener)
 
-    from tltok_jit import warm_worker
+    from tltok_jit.compile import worker as warm_worker
 
     t0, c0 = time.perf_counter(), time.process_time()
     rows = []

@@ -51,7 +51,7 @@ os.environ.setdefault("TLTOK_COMPILE", "foreground")  # the kernels, never the P
 import tltok_jit  # noqa: E402
 from bench.bench_incremental_decode import symbol_table_spec  # noqa: E402
 from tltok_jit import TokenizerSpec, build_tokenizer  # noqa: E402
-from tltok_jit.stream import StreamDecoder, token_tables  # noqa: E402
+from tltok_jit.streaming.decode import StreamDecoder, token_tables  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 MAX_GROWTH = 3.0

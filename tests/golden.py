@@ -180,7 +180,7 @@ def build_tiktoken_oracle(name: str, rank_file: Path):
 def write_embedded_rank_file(stem: str, dest_dir: Path) -> Path:
     """Write the package's embedded copy of `<stem>.tiktoken` (sha256-checked by the registry) into
     dest_dir and return its path; LookupError if the package embeds no copy of it."""
-    from tltok_jit.registry import embedded_rank_data
+    from tltok_jit.loaders.known_encodings import embedded_rank_data
 
     data = embedded_rank_data(stem)
     if data is None:

@@ -7,7 +7,7 @@ and with nothing in common with the code under test (no tables, no scanners, no 
 - `naive_byte_decode`: what decoding a byte sequence means (UTF-8 with U+FFFD per ill-formed part).
 
 Two larger references live in their own modules: `spm_reference.py` (SentencePiece's normalizer,
-BPE by score and unigram Viterbi, from the C++) and `tltok_jit/interim.py` (tiktoken's whole
+BPE by score and unigram Viterbi, from the C++) and `tltok_jit/compile/python_encoder.py` (tiktoken's whole
 encode in Python, shipped because it also serves calls while the kernels compile).
 """
 
@@ -17,7 +17,7 @@ import functools
 
 import regex
 
-from tltok_jit.model import ModelDescription
+from tltok_jit.model.description import ModelDescription
 
 
 def naive_merge(symbols: list[int], pair_rank: dict[tuple[int, int], tuple[int, int]]) -> list[int]:

@@ -1,4 +1,4 @@
-"""Readers of the training shard layouts, written from the published formats (not from tltok_jit.shards)."""
+"""Readers of the training shard layouts, written from the published formats (not from tltok_jit.integrations.shards)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-# Megatron-LM's DType codes, written out independently of tltok_jit.shards
+# Megatron-LM's DType codes, written out independently of tltok_jit.integrations.shards
 MEGATRON_CODES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64,
                   7: np.float32, 8: np.uint16}
 

@@ -169,7 +169,7 @@ def test_invalid_arrow_offsets_are_refused(pair):
 def test_check_offsets(offsets, message):
     # pyarrow's own constructors refuse the last two; arrays imported through the C data interface
     # are not checked by it
-    from tltok_jit.arrow import check_offsets
+    from tltok_jit.columns.arrow import check_offsets
 
     with pytest.raises(ValueError, match=r"invalid Arrow string array: .*" + message):
         check_offsets(np.array(offsets, np.int32), 5, "string")

@@ -37,7 +37,7 @@ def o200k(tiktoken_oracle, ours):
 
 @pytest.fixture(scope="module")
 def A():
-    from tltok_jit import arrow
+    from tltok_jit.columns import arrow
 
     return arrow
 

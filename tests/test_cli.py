@@ -70,7 +70,7 @@ def oracle(tiktoken_oracle):
 
 @pytest.fixture
 def cli(monkeypatch):
-    from tltok_jit import cli as C
+    from tltok_jit.integrations import cli as C
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
 
@@ -301,7 +301,7 @@ def test_other_commands(cli, capsys, shared_path):
 def test_warmup_of_a_tokenizer_file(cli, capsys, tmp_path):
     """`tltok warmup --tokenizer FILE` compiles what that model uses (here a tokenizer.json that also
     needs the tokenizer.json stage: SmolLM2 lacks bytes); a missing file is named, no traceback."""
-    from tltok_jit import warm
+    from tltok_jit.compile import background as warm
 
     capsys.readouterr()
     assert cli("warmup", "--tokenizer", get_shared_path("tokenizers/smollm2/tokenizer.json")) == 0
@@ -315,7 +315,7 @@ def test_warmup_of_a_tokenizer_file(cli, capsys, tmp_path):
 
 
 def test_progress_line(capsys):
-    from tltok_jit.cli import Progress
+    from tltok_jit.integrations.cli import Progress
 
     p = Progress(True, 100)
     p.update(50, 2_000_000, 500_000)
@@ -346,7 +346,7 @@ def _spawn(args):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["TIKTOKEN_CACHE_DIR"] = ""
-    return subprocess.Popen([sys.executable, "-m", "tltok_jit.cli", *map(str, args)], env=env,
+    return subprocess.Popen([sys.executable, "-m", "tltok_jit.integrations.cli", *map(str, args)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

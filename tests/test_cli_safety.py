@@ -19,7 +19,7 @@ from conftest import REPO  # noqa: E402
 
 @pytest.fixture
 def cli(capsys, monkeypatch):
-    from tltok_jit import cli as C
+    from tltok_jit.integrations import cli as C
 
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
 
@@ -104,7 +104,7 @@ def test_tokenizer_errors_name_the_flag(cli, files):
 
 
 def test_special_mode_table():
-    from tltok_jit.cli import CliError, _special_kwargs
+    from tltok_jit.integrations.cli import CliError, _special_kwargs
 
     assert _special_kwargs("error") == {"allowed_special": set(), "disallowed_special": "all"}
     assert _special_kwargs("allow")["allowed_special"] == "all"
@@ -115,7 +115,7 @@ def test_special_mode_table():
 def _stream(args, **kw):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.Popen([sys.executable, "-m", "tltok_jit.cli", "stream", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "tltok_jit.integrations.cli", "stream", *args], env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 

@@ -117,7 +117,7 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
 
     texts = ["first use of the CLI", None, "日本語 🙂"]
     pq.write_table(pa.table({"text": texts}), tmp_path / "in.parquet")
-    cli = subprocess.run([sys.executable, "-m", "tltok_jit.cli", "encode", str(tmp_path / "in.parquet"), "-o",
+    cli = subprocess.run([sys.executable, "-m", "tltok_jit.integrations.cli", "encode", str(tmp_path / "in.parquet"), "-o",
                           str(tmp_path / "out.parquet"), "--encoding", "r50k_base"], env=env, capture_output=True,
                          text=True, timeout=120)
     assert cli.returncode == 0, cli.stderr
@@ -126,7 +126,7 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
     assert got == [oracle.encode(texts[0]), None, oracle.encode(texts[2])]
     cache = _cache_dir(tmp_path)
     # exactly one worker compiles: the others saw the lock held
-    workers = subprocess.run(["pgrep", "-f", "tltok_jit.warm_worker"], capture_output=True, text=True).stdout.split()
+    workers = subprocess.run(["pgrep", "-f", "tltok_jit.compile.worker"], capture_output=True, text=True).stdout.split()
     mine = [w for w in workers if str(tmp_path) in Path(f"/proc/{w}/environ").read_bytes().decode(errors="replace")]
     helpers = [w for w in mine if b"--part" in Path(f"/proc/{w}/cmdline").read_bytes().split(b"\0")]
     assert len(mine) - len(helpers) <= 1  # its helpers (--part K) share the work, they do not repeat it
@@ -140,7 +140,7 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
         time.sleep(2)
     log = (cache / "compile.log").read_text()
     assert "compile part 0:" in log, log
-    from tltok_jit.warm_worker import compile_jobs
+    from tltok_jit.compile.worker import compile_jobs
 
     assert ("compile part 1: engine done" in log) == (compile_jobs() > 1), log
     # what a rank file never runs is not compiled: the tokenizer.json stage, the other patterns' scanners
@@ -226,7 +226,7 @@ def test_warm_process_loads_kernels_without_numbas_registry_refresh(tmp_path, ti
 
 def test_worker_imports_this_copy_of_the_package(tmp_path, monkeypatch):
     # a package put on sys.path by hand (no install, no PYTHONPATH) still gets a worker that finds it
-    from tltok_jit import warm
+    from tltok_jit.compile import background as warm
 
     monkeypatch.delenv("PYTHONPATH", raising=False)
     env = warm.worker_env()

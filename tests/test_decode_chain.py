@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tltok_jit
-from tltok_jit.decoder_chain import WINDOW_LEN, ChainStream, DecoderChain
-from tltok_jit.pipeline import decoders
-from tltok_jit.stream import MultiStreamDecoder, StreamDecoder, token_tables
+from tltok_jit.hf.decoder_chain import WINDOW_LEN, ChainStream, DecoderChain
+from tltok_jit.model.pipeline import decoders
+from tltok_jit.streaming.decode import MultiStreamDecoder, StreamDecoder, token_tables
 
 HF_FILES = ["gpt2", "llama3", "mistral-7b", "mistral-nemo", "qwen2.5", "smollm2"]
 TIKTOKEN = ["r50k_base", "cl100k_base", "o200k_base"]

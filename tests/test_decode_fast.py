@@ -13,7 +13,7 @@ import sysconfig
 import numpy as np
 import pytest
 
-from tltok_jit import id_decode, pyints
+from tltok_jit.engine import id_decode, pyints
 from tltok_jit.encoding import UnknownTokenError
 from tltok_jit.kernels.decode import COPY_WORD, decode_call_entry, gather_rows
 from tltok_jit.kernels.pyints import read_small_ints

@@ -9,7 +9,7 @@ import pytest
 
 import tltok_jit
 
-MODULES = ("tltok_jit", "tltok_jit.encoding", "tltok_jit.errors", "tltok_jit.special_policy")
+MODULES = ("tltok_jit", "tltok_jit.encoding", "tltok_jit.errors", "tltok_jit.engine.special_policy")
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,4 +1,4 @@
-"""The read -> encode -> write pipeline of `tltok encode` (tltok_jit.encode_job): failures in any stage
+"""The read -> encode -> write pipeline of `tltok encode` (tltok_jit.integrations.encode_job): failures in any stage
 mid-input give one CLI line (rc 2) and leave no output; Ctrl-C stops every thread; the output is the
 same for any thread count and batch size; memory is bounded by a few batches."""
 
@@ -19,8 +19,8 @@ pytest.importorskip("tiktoken")
 
 from conftest import FIXTURES, REPO  # noqa: E402
 
-from tltok_jit import encode_job  # noqa: E402
-from tltok_jit.cli import main  # noqa: E402
+from tltok_jit.integrations import encode_job  # noqa: E402
+from tltok_jit.integrations.cli import main  # noqa: E402
 
 SAMPLE = FIXTURES / "sample.parquet"
 
@@ -152,7 +152,7 @@ def test_ctrl_c_stops_and_cleans_up(tmp_path, texts):
     out = tmp_path / "out.parquet"
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen([sys.executable, "-m", "tltok_jit.cli", "encode", str(big), "-o", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "tltok_jit.integrations.cli", "encode", str(big), "-o", str(out),
                              "--threads", "1", "--batch-mb", "0.05"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 300

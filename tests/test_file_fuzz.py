@@ -131,7 +131,7 @@ def test_run_case_classifies(tmp_path):
 
 def _tiny_tokenizer_json(**changes) -> dict:
     """A byte-level tokenizer.json with the 256 byte tokens and one merge."""
-    from tltok_jit.loaders.byte_alphabet import bytes_to_unicode
+    from tltok_jit.model.byte_alphabet import bytes_to_unicode
 
     alphabet = bytes_to_unicode()
     vocab = {alphabet[b]: b for b in range(256)}

@@ -23,7 +23,7 @@ from golden import (
     sha256_file,
     tiktoken_record,
 )
-from tltok_jit import registry
+from tltok_jit.loaders import known_encodings as registry
 
 MAX_REPORTED = 5
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import get_shared_path
 
 import tltok_jit
-from tltok_jit.arrow import ArrowRowError
+from tltok_jit.columns.arrow import ArrowRowError
 
 PYTHON_PIPELINE = ["qwen2.5", "smollm2", "mistral-7b"]
 ROWS = [b"ok \xff tail", None, b"\xe4\xbd", b"caf\xc3\xa9 \xed\xa0\x80 x\xc3", b"plain words", b"",

@@ -30,7 +30,7 @@ from tltok_jit.loaders.hf_json import (
     bytes_to_unicode,
     hf_nfc,
 )
-from tltok_jit.model import TokenizerFileError
+from tltok_jit.model.description import TokenizerFileError
 
 from conftest import SHARED, get_shared_path, has_shared_file, missing_reason  # noqa: E402
 
@@ -746,7 +746,7 @@ def test_regex_module_classes_mapped_to_unicode_16():
 
 def test_metaspace_step_and_decoder_equal_hf():
     from tltok_jit.loaders.hf_json import _metaspace
-    from tltok_jit.pipeline import decoders
+    from tltok_jit.model.pipeline import decoders
 
     rnd = random.Random(5)
     alpha = list("ab  ▁▁x\n\t_") + ["▁a", " b", "  ", "日本"]
@@ -903,9 +903,9 @@ SCANNER_CONTEXTS = ["a{c}b", " {c}{c}", "x'{c}y", "1{c}2", "{c}  {c}", "A{c}a", 
 def test_scanner_equals_hf_pretokenizer_for_every_code_point(kind):
     """Each hand-written scanner against the HF pre-tokenizer it replaces (Oniguruma), every code point
     in 14 contexts, joined by U+3000."""
-    from tltok_jit import patterns as P
+    from tltok_jit.model import patterns as P
     from tltok_jit.kernels.scan import piece_ends
-    from tltok_jit.tables import PATTERN_CODES, class_tables_for
+    from tltok_jit.tables.bpe import PATTERN_CODES, class_tables_for
 
     pt = tokenizers.pre_tokenizers
     if kind == "gpt2":
@@ -937,7 +937,7 @@ def test_onig_whitespace_spot_checks():
 
 
 def test_digits_step_uses_rust_is_numeric():
-    from tltok_jit.tables import RUST_NUMERIC_EXTRA
+    from tltok_jit.tables.bpe import RUST_NUMERIC_EXTRA
     from tltok_jit.unicode import CLS_NUMBER, char_class
 
     digits = tokenizers.pre_tokenizers.Digits(individual_digits=True)

@@ -1,5 +1,5 @@
-"""The Python encoder that answers while the kernels compile (tltok_jit.interim), against tiktoken,
-and the Encoding's routing to it (tltok_jit.warm states)."""
+"""The Python encoder that answers while the kernels compile (tltok_jit.compile.python_encoder), against tiktoken,
+and the Encoding's routing to it (tltok_jit.compile.background states)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge_cases import edge_case_strings
-from tltok_jit import interim, warm
-from tltok_jit.interim import InterimEncoder, _merge_heap, _merge_rescan
+from tltok_jit.compile import python_encoder as interim, background as warm
+from tltok_jit.compile.python_encoder import InterimEncoder, _merge_heap, _merge_rescan
 
 ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
 
@@ -21,7 +21,7 @@ def _description(name, shared_path):
     from conftest import TIKTOKEN_FILES
 
     shared_path(TIKTOKEN_FILES[name])
-    from tltok_jit.registry import load_description
+    from tltok_jit.loaders.known_encodings import load_description
 
     return load_description(name)
 
@@ -90,7 +90,7 @@ def _id_bytes(ranks, ids):
 
 
 def test_only_rank_files_are_supported(shared_path):
-    from tltok_jit.model import ModelDescription
+    from tltok_jit.model.description import ModelDescription
 
     assert interim.supports(_description("r50k_base", shared_path))
     merged = ModelDescription(name="m", vocab={bytes([b]): b for b in range(256)}, merges=[], pattern="x")

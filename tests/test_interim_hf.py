@@ -1,5 +1,5 @@
 """The Python encoder that answers for byte-level tokenizer.json models while the kernels compile
-(tltok_jit.interim_hf), against Hugging Face `tokenizers` (the oracle) and against our kernels; the
+(tltok_jit.compile.python_encoder_hf), against Hugging Face `tokenizers` (the oracle) and against our kernels; the
 Encoding's routing to it; and a real first use with an empty kernel cache in a fresh process.
 
 Oracle: `tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=...)`, which always
@@ -25,8 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from conftest import SHARED, get_shared_path, has_shared_file, missing_reason
 from edge_cases import edge_case_strings, stress_text
 from test_hf_json import EDGE, HARD
-from tltok_jit import Encoding, interim, interim_hf, warm
-from tltok_jit.interim_hf import HFInterimEncoder, _merge_heap, _merge_rescan
+from tltok_jit import Encoding
+from tltok_jit.compile import python_encoder as interim, python_encoder_hf as interim_hf, background as warm
+from tltok_jit.compile.python_encoder_hf import HFInterimEncoder, _merge_heap, _merge_rescan
 from tltok_jit.loaders.hf_json import read_hf_json
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -188,7 +189,7 @@ def test_what_it_supports():
         assert not interim_hf.supports(_description(str(p7)))
         with pytest.raises(ValueError, match="byte-level tokenizer.json"):
             HFInterimEncoder(_description(str(p7)))
-    from tltok_jit.registry import load_description
+    from tltok_jit.loaders.known_encodings import load_description
 
     assert not interim_hf.supports(load_description("r50k_base"))  # a rank file: interim.py's
 
@@ -331,7 +332,7 @@ print(json.dumps({"state": enc.compile_state, "ids": ids, "seconds": time.perf_c
 
 def _kill_my_workers(cache: Path) -> None:
     """Stop the compile worker(s) started for `cache` (by pid; nothing else is touched)."""
-    for pid in subprocess.run(["pgrep", "-f", "tltok_jit.warm_worker"], capture_output=True,
+    for pid in subprocess.run(["pgrep", "-f", "tltok_jit.compile.worker"], capture_output=True,
                               text=True).stdout.split():
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
@@ -396,7 +397,7 @@ def test_split_isolated_equals_tokenizers_split(pattern):
     Oniguruma's), against `tokenizers`' own Split pre-tokenizer."""
     from tokenizers import Regex, pre_tokenizers
 
-    from tltok_jit.interim_hf import split_isolated
+    from tltok_jit.compile.python_encoder_hf import split_isolated
     from tltok_jit.loaders.hf_json import compile_onig
 
     split = pre_tokenizers.Split(Regex(pattern), behavior="isolated")
@@ -411,7 +412,7 @@ def test_ignore_merges_pieces_equal_hf(trio):
     """Tokens that BPE of their own bytes does not reach (Llama-3 has 588): with `ignore_merges` the
     whole piece is that token; without it, the merges decide."""
     ours, hf, allowed = trio
-    from tltok_jit.interim_hf import merge_parts
+    from tltok_jit.compile.python_encoder_hf import merge_parts
 
     unreached = []
     for tok in sorted(ours.ranks, key=lambda b: (len(b), b)):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from conftest import SHARED
 from kinds_contract import SETTINGS
 from tltok_jit import EncodeNotSupportedError, TokenIdError, TokenizerSpec, build_tokenizer
-from tltok_jit.arrow import ArrowRowError
+from tltok_jit.columns.arrow import ArrowRowError
 
 SPM_MODELS = ["llama2", "botchan_en_bpe_1000", "botchan_en_unigram_1000"]
 FUNASR_TOKENS = ["<blank>", "<s>", "</s>", "你", "好", "世", "界", "hel@@", "lo", "world", "a", "b", "c", "the",

@@ -128,7 +128,7 @@ def test_pieces_contract_llama3(pair, ids):
 def test_incremental_state_stays_bounded(pair, name):
     # llama3 appends token bytes (at most 3 pending); mistral-7b's decoder chain re-renders a window
     # of fewer than WINDOW_LEN settled ids plus the unsettled ones (a byte-fallback run)
-    from tltok_jit.decoder_chain import WINDOW_LEN
+    from tltok_jit.hf.decoder_chain import WINDOW_LEN
 
     tok, oracle = pair(name)
     ids = tok.encode("The quick brown fox jumps over the lazy dog, 你好 😀 🦡. " * 40)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tltok_jit.loaders import load_tiktoken_ranks, read_tiktoken_model
 from tltok_jit.loaders.tiktoken_file import _fast, _slow
-from tltok_jit.model import AddedToken, ModelDescription, TokenizerFileError
+from tltok_jit.model.description import AddedToken, ModelDescription, TokenizerFileError
 
 from conftest import get_shared_path
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from tltok_jit.kernels.merge import (LONG_PIECE, SIDE_PIECE, SMALL_PIECE, merge_heap, merge_heap_in, merge_linear,
                                      merge_long_blocks, merge_piece, merge_side_by_side, merge_symbols)
-from tltok_jit.model import ModelDescription
-from tltok_jit.patterns import R50K_PATTERN
-from tltok_jit.tables import compile_model
+from tltok_jit.model.description import ModelDescription
+from tltok_jit.model.patterns import R50K_PATTERN
+from tltok_jit.tables.bpe import compile_model
 
 from naive import naive_merge, pair_dict, split_regex
 

@@ -18,9 +18,9 @@ from tltok_jit.kernels.hashing import pair_lookup
 from tltok_jit.kernels.merge import merge_symbols
 from tltok_jit.kernels.trees import (F_FIRST_MB, F_L_AFTER_ASCII, F_L_AFTER_MB, F_LAST_MB, F_R_BEFORE_ASCII,
                                      F_MONO, F_R_BEFORE_MB, F_REACH, compat_fast, merges_to_pair)
-from tltok_jit.model import ModelDescription
-from tltok_jit.patterns import R50K_PATTERN
-from tltok_jit.tables import TREES_MONOTONE, TREES_SAME, compile_model, table_config
+from tltok_jit.model.description import ModelDescription
+from tltok_jit.model.patterns import R50K_PATTERN
+from tltok_jit.tables.bpe import TREES_MONOTONE, TREES_SAME, compile_model, table_config
 
 from naive import naive_merge, pair_dict
 

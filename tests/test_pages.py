@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from smaps import vm_flags
-from tltok_jit import pages
+from tltok_jit.engine import pages
 
 
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tltok_jit import warm, warm_worker
+from tltok_jit.compile import background as warm, worker as warm_worker
 
 _PKG_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(warm.__file__)))
 
@@ -145,7 +145,7 @@ def test_engine_args_have_the_types_the_kernels_pass(ours):
     from tltok_jit.kernels.handle import handle_of
     from tltok_jit.kernels.handle_layout import HANDLE_LEN, handle_in
     from tltok_jit.kernels.jit import stack_array
-    from tltok_jit.text import read_only_view
+    from tltok_jit.engine.text import read_only_view
 
     enc = ours("r50k_base")
     cache, work = enc.facade.serial_workspace()
@@ -180,7 +180,7 @@ def test_the_worker_compiles_the_stages_it_was_started_for(value, stages):
 def test_the_stand_in_model_takes_a_rank_files_pattern(kind, stand_in):
     """A rank file's worker then compiles its scanner alone; other kinds' stand-in is o200k, whose
     pattern takes every path the stages compile (long rows cut, streams)."""
-    from tltok_jit.patterns import KINDS, kind_of_pattern
+    from tltok_jit.model.patterns import KINDS, kind_of_pattern
 
     model = warm_worker.stand_in_model(kind)
     assert model.pattern_kind == stand_in == kind_of_pattern(model.pattern)

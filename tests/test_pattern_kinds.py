@@ -6,8 +6,8 @@ import pytest
 
 from tltok_jit import get_encoding
 from tltok_jit.kernels import stream_encode as KS
-from tltok_jit.patterns import KINDS, PATTERN_KINDS
-from tltok_jit.tables import PATTERN_CODES, pattern_kind
+from tltok_jit.model.patterns import KINDS, PATTERN_KINDS
+from tltok_jit.tables.bpe import PATTERN_CODES, pattern_kind
 
 
 def test_every_kind_has_one_kernel_code():

@@ -1,4 +1,4 @@
-"""Each tokenizer.json stage class (`tltok_jit.pipeline`) on its own, against `tokenizers`: built by
+"""Each tokenizer.json stage class (`tltok_jit.model.pipeline`) on its own, against `tokenizers`: built by
 `from_json` from the JSON `tokenizers` itself writes for that stage, it transforms random text (or
 token strings) exactly as the `tokenizers` object does; every option it does not implement is
 refused naming the file and the field; every registry entry is one class of its stage kind."""
@@ -11,11 +11,11 @@ import random
 import numpy as np
 import pytest
 
-from tltok_jit.decoder_chain import DecoderChain
+from tltok_jit.hf.decoder_chain import DecoderChain
 from tltok_jit.errors import TokenizerFileError, UnsupportedTokenizerError
-from tltok_jit.loaders.byte_alphabet import BYTE_TO_CHAR
-from tltok_jit.pipeline import decoders, normalizers, post_processors, pre_tokenizers
-from tltok_jit.pipeline.fields import read_stages
+from tltok_jit.model.byte_alphabet import BYTE_TO_CHAR
+from tltok_jit.model.pipeline import decoders, normalizers, post_processors, pre_tokenizers
+from tltok_jit.model.pipeline.fields import read_stages
 
 tokenizers = pytest.importorskip("tokenizers")
 N, P, D, PP = tokenizers.normalizers, tokenizers.pre_tokenizers, tokenizers.decoders, tokenizers.processors
@@ -197,7 +197,7 @@ def test_rows_with_bytes_matches_a_plain_scan(seed):
     """The kernel that sends rows to Python's text path (a non-ASCII byte under NFC, a byte the
     vocabulary lacks) finds a flagged byte at any offset, in rows of any length, empty ones too."""
     from tltok_jit.kernels.encode_chars import rows_with_bytes
-    from tltok_jit.text import read_only
+    from tltok_jit.engine.text import read_only
 
     rng = np.random.default_rng(seed)
     lut = np.zeros(256, dtype=np.uint8)

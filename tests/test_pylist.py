@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from tltok_jit import pylist
-from tltok_jit.pylist import IntObjects
+from tltok_jit.engine import pylist
+from tltok_jit.engine.pylist import IntObjects
 
 
 def _ids(n_vocab: int, n: int, seed: int) -> np.ndarray:

@@ -46,7 +46,7 @@ def _env() -> dict:
 
 
 def tltok(*args, check=True, **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "tltok_jit.cli", "encode", *map(str, args)], env=_env(),
+    r = subprocess.run([sys.executable, "-m", "tltok_jit.integrations.cli", "encode", *map(str, args)], env=_env(),
                        capture_output=True, text=True, timeout=240, **kw)
     if check:
         assert r.returncode == 0, r.stderr[-3000:]
@@ -202,7 +202,7 @@ def test_kill_and_resume(cluster, tmp_path):
     whole = tmp_path / "whole"
     tltok(data, "-o", whole, *base[1:], "--quiet")
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "tltok_jit.cli", "encode", data, "-o", out, *base[1:],
+    proc = subprocess.Popen([sys.executable, "-m", "tltok_jit.integrations.cli", "encode", data, "-o", out, *base[1:],
                              "--quiet"], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
@@ -283,7 +283,7 @@ def test_jsonl_input_refused(tmp_path):
 
 
 def test_without_ray_one_line_error(dataset, tmp_path, monkeypatch, capsys):
-    from tltok_jit import cli
+    from tltok_jit.integrations import cli
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     assert cli.main(["encode", str(dataset), "-o", str(tmp_path / "o"), "--ray"]) == 2

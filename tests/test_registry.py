@@ -13,9 +13,9 @@ import threading
 
 import pytest
 
-from tltok_jit import registry
-from tltok_jit.model import AddedToken, TokenizerFileError
-from tltok_jit.registry import RankFileHashError, RankFileUnavailableError
+from tltok_jit.loaders import known_encodings as registry
+from tltok_jit.model.description import AddedToken, TokenizerFileError
+from tltok_jit.loaders.known_encodings import RankFileHashError, RankFileUnavailableError
 
 from conftest import get_shared_path
 

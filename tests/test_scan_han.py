@@ -18,7 +18,7 @@ from conftest import get_ours, get_tiktoken_oracle
 from test_scanners import KIND_IDS, KINDS, agrees, ref_pieces, tiktoken_pieces
 from tltok_jit.kernels import scan
 from tltok_jit.kernels.utf8 import decode_cp
-from tltok_jit.tables import PATTERN_CODES, class_tables_for
+from tltok_jit.tables.bpe import PATTERN_CODES, class_tables_for
 from tltok_jit.unicode.classes import CLS_LO
 
 ALL_KINDS = list(range(scan.PAT_WHOLE))  # every kind with a scanner

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from conftest import SHARED, get_tiktoken_oracle, missing_reason, tiktoken_params
 from naive import split_regex
-from tltok_jit import patterns as tltok_patterns
+from tltok_jit.model import patterns as tltok_patterns
 from tltok_jit.kernels import scan
 from tltok_jit.unicode.classes import (
     CLS_LL,

@@ -9,7 +9,7 @@ pa = pytest.importorskip("pyarrow")
 
 from shard_readers import read_flat, read_megatron  # noqa: E402
 
-from tltok_jit import shards  # noqa: E402
+from tltok_jit.integrations import shards  # noqa: E402
 
 TEXTS = [
     "Hello world, this is the first document.",

@@ -12,7 +12,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from shard_readers import read_flat, read_megatron  # noqa: E402
 
-from tltok_jit.cli import main  # noqa: E402
+from tltok_jit.integrations.cli import main  # noqa: E402
 
 TEXTS = ["first document", None, "", "second: ünïcödé 日本語 🎉", "<|endoftext|> as text", None, "last"]
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import tltok_jit
 from tltok_jit.kernels.cache import SHORT_IDS, SHORT_SLOTS, short_get, short_has, short_put
 from tltok_jit.kernels.hashing import pack_short, short_hash
-from tltok_jit.model import ModelDescription
-from tltok_jit.patterns import R50K_PATTERN
+from tltok_jit.model.description import ModelDescription
+from tltok_jit.model.patterns import R50K_PATTERN
 
 from naive import naive_merge, naive_split, pair_dict
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tltok_jit.kernels import handle as KH
-from tltok_jit.threads import resolve_threads
+from tltok_jit.engine.threads import resolve_threads
 
 ENCODINGS = ["r50k_base", "cl100k_base", "o200k_base"]
 
@@ -290,8 +290,8 @@ def test_default_calls_refuse_every_added_token(specials, tiktoken_oracle):
 
 
 def test_call_handle_lists_hold_the_prebuilt_int_objects(ours):
-    from tltok_jit import pylist
-    from tltok_jit.pylist import IntObjects
+    from tltok_jit.engine import pylist
+    from tltok_jit.engine.pylist import IntObjects
 
     enc = ours("r50k_base")
     h, out, vals, mask, utf8 = _call_handle_parts(enc)

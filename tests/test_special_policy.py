@@ -9,7 +9,7 @@ import pytest
 
 import tltok_jit
 from tltok_jit import get_encoding
-from tltok_jit.special_policy import SpecialPolicy
+from tltok_jit.engine.special_policy import SpecialPolicy
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_first_refused_token_found_at_any_offset(enc, seed):
     """The added-token search skips eight bytes at a time: a token (or a lone first byte) at every
     offset around those steps is found where str.find finds it, after multi-byte text too."""
     from tltok_jit.kernels.encode import find_added
-    from tltok_jit.text import text_to_buf
+    from tltok_jit.engine.text import text_to_buf
 
     rng = np.random.default_rng(seed)
     policy = enc.special_policy()

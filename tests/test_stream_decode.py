@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from conftest import missing_reason
 from naive import naive_byte_decode
 from stream_helpers import corpus_dir, rank_table, tiktoken_encoding
-from tltok_jit.bytetok import ByteTokenizer
+from tltok_jit.kinds.bytetok import ByteTokenizer
 from tltok_jit.kernels import stream_decode as K
-from tltok_jit.stream import (
+from tltok_jit.streaming.decode import (
     MultiStreamDecoder,
     StreamDecoder,
     decode_incremental,
@@ -561,7 +561,7 @@ def test_the_real_encoding_streams_like_decode():
 
 @pytest.mark.parametrize("which", range(3), ids=ENC_IDS)
 def test_complete_table_matches_python(which):
-    from tltok_jit.stream import token_tables
+    from tltok_jit.streaming.decode import token_tables
 
     enc = encodings()[which]
     t = token_tables(enc)

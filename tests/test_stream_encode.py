@@ -1,6 +1,6 @@
 """Streaming encode (`Encoding.stream_encoder`): every chunking gives `encode`'s ids; bounded delay.
 
-The boundary argument is in `tltok_jit/stream_encode.py`; these tests attack each step of it:
+The boundary argument is in `tltok_jit/streaming/encode.py`; these tests attack each step of it:
 chunk boundaries everywhere (character by character, byte by byte, random), inside whitespace runs,
 between a word and its contraction, inside `\\r\\n` and multi-byte characters, around special
 tokens; long runs of every piece type (so the incremental BPE and its resume anchors run, with the
@@ -54,7 +54,7 @@ def _encode_or_error(enc, text, allowed, disallowed):
 
 
 def _stream(enc, pieces, allowed, disallowed, *, as_bytes=False, long_min=None):
-    from tltok_jit.stream_encode import StreamEncoder
+    from tltok_jit.streaming.encode import StreamEncoder
 
     kw = {} if long_min is None else {"long_min": long_min}
     se = StreamEncoder(enc, allowed_special=allowed, disallowed_special=disallowed, **kw)
@@ -181,7 +181,7 @@ TAILS = ["", " end", "'s", "'ll more", "x", "X", "\n", "\n\nz", "!", "/x", "1", 
 @pytest.mark.parametrize("slow_pairs", [False, True], ids=["fast-pairs", "merged-pairs"])
 def test_long_pieces(enc, case, slow_pairs, monkeypatch):
     """Long live pieces (incremental BPE + resume anchors) with every ending, random chunkings."""
-    from tltok_jit import stream_encode as SE
+    from tltok_jit.streaming import encode as SE
 
     assert SE.long_tables(enc).fast == 1  # r50k, cl100k, o200k: every token's merges come in rank order
     if slow_pairs:
@@ -280,7 +280,7 @@ def test_utf8_split_and_invalid(enc):
     got = np.concatenate([se.feed_bytes(bad[:3]), se.feed_bytes(bad[3:9]), se.feed_bytes(bad[9:]),
                           se.finish()]).tolist()
     assert got == enc.encode(bad.decode("utf-8", "replace"))
-    from tltok_jit.stream_encode import StreamEncoder
+    from tltok_jit.streaming.encode import StreamEncoder
 
     se = StreamEncoder(enc, errors="strict")
     with pytest.raises(UnicodeDecodeError):
@@ -422,7 +422,7 @@ def test_cli_streams_before_eof(ours, tmp_path):
     enc = ours("o200k_base")
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen([sys.executable, "-m", "tltok_jit.stream_cli", "--encoding", "o200k_base"],
+    proc = subprocess.Popen([sys.executable, "-m", "tltok_jit.integrations.stream_cli", "--encoding", "o200k_base"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             cwd=str(REPO))
     first = "Hello streaming world, this is the first part of an endless input. "
@@ -458,12 +458,12 @@ def test_cli_u32_and_specials(ours):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     text = "a<|endoftext|>b\n"
-    r = subprocess.run([sys.executable, "-m", "tltok_jit.stream_cli", "-e", "cl100k_base", "--format", "u32",
+    r = subprocess.run([sys.executable, "-m", "tltok_jit.integrations.stream_cli", "-e", "cl100k_base", "--format", "u32",
                         "--allowed-special", "all"], input=text.encode(), capture_output=True, env=env,
                        cwd=str(REPO), timeout=600)
     assert r.returncode == 0, r.stderr
     assert np.frombuffer(r.stdout, dtype="<u4").tolist() == enc.encode(text, allowed_special="all")
-    r = subprocess.run([sys.executable, "-m", "tltok_jit.stream_cli", "-e", "cl100k_base",
+    r = subprocess.run([sys.executable, "-m", "tltok_jit.integrations.stream_cli", "-e", "cl100k_base",
                         "--disallowed-special", "all"], input=text.encode(), capture_output=True, env=env,
                        cwd=str(REPO), timeout=600)
     assert r.returncode == 2 and b"disallowed special token '<|endoftext|>'" in r.stderr
@@ -477,7 +477,7 @@ def test_fast_pair_check_matches_merging(enc):
     reachable tokens, short ones (dense interactions) and the adjacent pairs of real encodings."""
     from numba import njit
 
-    from tltok_jit import stream_encode as SE
+    from tltok_jit.streaming import encode as SE
     from tltok_jit.kernels import stream_encode as K
     from tltok_jit.kernels.trees import merges_to_pair
 
@@ -514,7 +514,7 @@ def test_fast_pair_check_matches_merging(enc):
 def test_unsupported_pattern_kind_refused(enc):
     import types
 
-    from tltok_jit.stream_encode import StreamEncoder
+    from tltok_jit.streaming.encode import StreamEncoder
 
     from tltok_jit.kernels.scan import PAT_WHOLE
 

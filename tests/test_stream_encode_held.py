@@ -4,7 +4,7 @@ exact for every chunking.
 Held runs are the inputs whose ids cannot settle until the run ends (cl100k/o200k: a CR/LF then a
 whitespace run without CR/LF; o200k: a [Lm Lo M] then a run of capitals), and long runs of every
 other kind (spaces, letters, digits, punctuation, CJK, marks, newline and space mixes), which the
-incremental BPE emits while they grow. `tltok_jit/stream_encode.py` ("Held runs") has the argument;
+incremental BPE emits while they grow. `tltok_jit/streaming/encode.py` ("Held runs") has the argument;
 here: (1) time for 2N held characters vs N (a re-scan or re-copy of the held text per call makes it
 4x), (2) exactness against `encode` of the whole text for random chunkings (hypothesis), and (3)
 the shortcut that skips a held run changes nothing: per call, the same ids as the encoder with the
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from tltok_jit.kernels import stream_encode as K  # noqa: E402
-from tltok_jit.stream_encode import StreamEncoder  # noqa: E402
+from tltok_jit.streaming.encode import StreamEncoder  # noqa: E402
 
 # (head, unit): the text is head + unit repeated to N characters + "y"
 HELD = {

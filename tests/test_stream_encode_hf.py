@@ -19,8 +19,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 import tltok_jit  # noqa: E402
 from tltok_jit.loaders.hf_json import hf_nfc  # noqa: E402
-from tltok_jit.pipeline.normalizers import NFC  # noqa: E402
-from tltok_jit.stream_normalize import NormalizingSplitter  # noqa: E402
+from tltok_jit.model.pipeline.normalizers import NFC  # noqa: E402
+from tltok_jit.hf.online_normalizer import NormalizingSplitter  # noqa: E402
 
 from conftest import get_shared_path, has_shared_file  # noqa: E402
 
@@ -95,7 +95,7 @@ def test_random_chunkings_equal_encode_and_hf(name):
         if long_min is None:
             got = _stream(enc, _cut(seq, sizes), as_bytes, allowed_special="all")
         else:
-            from tltok_jit.stream_encode import StreamEncoder
+            from tltok_jit.streaming.encode import StreamEncoder
 
             se = StreamEncoder(enc, allowed_special="all", long_min=long_min)
             parts = [se.feed_bytes(c) if as_bytes else se.feed(c) for c in _cut(seq, sizes)] + [se.finish()]
@@ -115,7 +115,7 @@ DROPPED_AFTER_SPACE = ["\r\n\x04", "a\r\n\x04", "\n\n\x06", "\r\n\x04\x04", "  \
 @pytest.mark.parametrize("text", DROPPED_AFTER_SPACE)
 @pytest.mark.parametrize("long_min", [1, None])
 def test_whitespace_before_a_dropped_byte(text, long_min):
-    from tltok_jit.stream_encode import StreamEncoder
+    from tltok_jit.streaming.encode import StreamEncoder
 
     enc, hf = pair("smollm2")
     want = hf.encode(text, add_special_tokens=False).ids

@@ -29,10 +29,10 @@ from hypothesis import strategies as st
 
 import tltok_jit
 from tltok_jit import TokenizerSpec, build_tokenizer
-from tltok_jit.decoder_chain import ChainStream, DecoderChain
+from tltok_jit.hf.decoder_chain import ChainStream, DecoderChain
 from tltok_jit.kinds import funasr_char, sentencepiece
-from tltok_jit.pipeline import decoders
-from tltok_jit.stream import MultiStreamDecoder, StreamDecoder, token_tables
+from tltok_jit.model.pipeline import decoders
+from tltok_jit.streaming.decode import MultiStreamDecoder, StreamDecoder, token_tables
 
 EMOJI = "\U0001F9A1"  # U+1F9A1 BADGER: no piece of Mistral-7B or Llama-2, so four byte-fallback ids
 BADGER = EMOJI.encode()

@@ -1,4 +1,4 @@
-"""Compiled tables saved on disk (tltok_jit.table_cache): a hit gives the very arrays a build gives; the
+"""Compiled tables saved on disk (tltok_jit.tables.cache): a hit gives the very arrays a build gives; the
 hash tables go to huge pages (on_huge_pages: copies exact, read-only, on advised memory, or the arrays
 themselves when it should not copy)."""
 
@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from smaps import vm_flags
-from tltok_jit import table_cache, tables
+from tltok_jit.tables import cache as table_cache, bpe as tables
 from tltok_jit.kernels import jit
 
 
 def _model(shared_path):
     from conftest import TIKTOKEN_FILES
-    from tltok_jit.registry import load_description
+    from tltok_jit.loaders.known_encodings import load_description
 
     shared_path(TIKTOKEN_FILES["r50k_base"])
     return load_description("r50k_base")

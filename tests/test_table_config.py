@@ -7,7 +7,7 @@ import numpy as np
 import tltok_jit
 from tltok_jit.kernels.encode import CFG_IGNORE_MERGES, CFG_PATTERN, CFG_TREES, CFG_USE_CACHE
 from tltok_jit.kernels.scan import PAT_O200K, PAT_WHOLE
-from tltok_jit.tables import TREES_MONOTONE, TREES_SAME, TableConfig, table_config, with_config
+from tltok_jit.tables.bpe import TREES_MONOTONE, TREES_SAME, TableConfig, table_config, with_config
 
 
 def test_fields_are_the_kernel_slots():

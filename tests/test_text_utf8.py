@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tltok_jit.text import KERNEL_UTF8_MIN as _KERNEL_UTF8_MIN, below_u0300, text_to_buf, text_to_utf8
+from tltok_jit.engine.text import KERNEL_UTF8_MIN as _KERNEL_UTF8_MIN, below_u0300, text_to_buf, text_to_utf8
 from tltok_jit.kernels.utf8 import str_kind, str_utf8, str_utf8_into, str_utf8_len, str_utf8_rows
 
 latin1 = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0xFF), max_size=80)
@@ -185,7 +185,7 @@ def test_a_batch_item_that_is_not_a_str_is_named(ours):
 def test_ascii_view_is_the_str_s_own_characters(s):
     import platform
 
-    from tltok_jit import text
+    from tltok_jit.engine import text
 
     if platform.python_implementation() == "CPython":
         assert text._ASCII_DATA is not None, "the layout check refused this CPython"

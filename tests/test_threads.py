@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tltok_jit.threads import on_threads
+from tltok_jit.engine.threads import on_threads
 
 
 @pytest.mark.parametrize("threads", [1, 2, 5])

@@ -82,7 +82,7 @@ def test_encode_with_unstable_special_policy(pair):
 
 
 def test_byte_pair_encode_reference(ours, tiktoken_oracle):
-    from tltok_jit.unstable import byte_pair_encode
+    from tltok_jit.engine.unstable import byte_pair_encode
 
     oracle = tiktoken_oracle("cl100k_base")
     ranks = ours("cl100k_base")._mergeable_ranks
@@ -107,7 +107,7 @@ def test_encoding_for_model(ours):
 
 def test_model_tables_are_tiktokens():
     model = pytest.importorskip("tiktoken.model")
-    from tltok_jit import model_names
+    from tltok_jit.model import openai_models as model_names
 
     assert model_names.MODEL_TO_ENCODING == model.MODEL_TO_ENCODING
     assert list(model_names.MODEL_PREFIX_TO_ENCODING.items()) == list(model.MODEL_PREFIX_TO_ENCODING.items())

@@ -29,9 +29,9 @@ from .errors import (
     UnknownTokenizerKindError,
     UnsupportedTokenizerError,
 )
-from .model import AddedToken, ModelDescription
-from .model_names import encoding_name_for_model
-from .special_policy import SpecialPolicy
+from .model.description import AddedToken, ModelDescription
+from .model.openai_models import encoding_name_for_model
+from .engine.special_policy import SpecialPolicy
 
 __all__ = [
     "AddedToken",
@@ -102,7 +102,7 @@ def from_file(path, config=None, *, name: str | None = None) -> Encoding:
     add `add_special_tokens=True` for HF's default. See `tltok_jit.loaders.hf_json`."""
     from .loaders.hf_json import read_hf_json
 
-    from .recipe import abspath
+    from .engine.recipe import abspath
 
     return Encoding(read_hf_json(path, config, name=name),
                     _recipe=("hf_json", abspath(path), abspath(config), name))
@@ -112,14 +112,14 @@ def from_gpt2_files(vocab_path, merges_path, *, name: str | None = None) -> Enco
     """An Encoding from GPT-2's classic `vocab.json` + `merges.txt` (same ids as its tokenizer.json)."""
     from .loaders.gpt2_files import read_gpt2_files
 
-    from .recipe import abspath
+    from .engine.recipe import abspath
 
     return Encoding(read_gpt2_files(vocab_path, merges_path, name=name),
                     _recipe=("gpt2_files", abspath(vocab_path), abspath(merges_path), name))
 
 
 def list_encoding_names() -> list[str]:
-    from .registry import list_encoding_names as names
+    from .loaders.known_encodings import list_encoding_names as names
 
     return names()
 
@@ -127,11 +127,11 @@ def list_encoding_names() -> list[str]:
 def __getattr__(attr: str):
     # Imported lazily so `import tltok_jit` stays cheap.
     if attr == "ByteTokenizer":
-        from .bytetok import ByteTokenizer
+        from .kinds.bytetok import ByteTokenizer
 
         return ByteTokenizer
     if attr in ("StreamDecoder", "MultiStreamDecoder"):
-        from . import stream
+        from .streaming import decode as stream
 
         return getattr(stream, attr)
     if attr in _TOKENIZER_CONTRACT:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, AbstractSet
 import numba
 import numpy as np
 
-from . import id_decode, interim, pyints, warm
-from .args import check_int, check_text, check_threads, token_id_array
+from .engine import id_decode, pyints
+from .compile import python_encoder as interim, background as warm
+from .engine.args import check_int, check_text, check_threads, token_id_array
 from .errors import DisallowedSpecialTokenError, UnknownTokenError, raise_disallowed_special_token  # noqa: F401
 from .kernels import decode as KD
 from .kernels import encode as K
@@ -26,17 +27,17 @@ from .kernels.column_cuts import all_cuts
 from .kernels.pyargs import release_slot, take_slot
 from .kernels.scan import load_scanner
 from .kernels.utf8 import str_kind, str_utf8_into, str_utf8_len, str_utf8_rows
-from .model import ModelDescription
-from .pages import id_buffer, populate, small_pages
-from .pandas_io import is_pandas_series
-from .pipeline_kernels import KernelPipeline
-from .pylist import IntObjects, int_objects
-from .recipe import abspath, cached
-from .special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
-from .tables import compile_model, pattern_kind, table_config
-from .text import (KERNEL_UTF8_MIN, ascii_view, load_text_kernels, no_lone_surrogates, read_only,  # noqa: F401
-                   read_only_view, text_to_buf, text_to_utf8)
-from .threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads, workers_for
+from .model.description import ModelDescription
+from .engine.pages import id_buffer, populate, small_pages
+from .columns.pandas_io import is_pandas_series
+from .engine.kernel_pipeline import KernelPipeline
+from .engine.pylist import IntObjects, int_objects
+from .engine.recipe import abspath, cached
+from .engine.special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy, build_policy, string_finder
+from .tables.bpe import compile_model, pattern_kind, table_config
+from .engine.text import (KERNEL_UTF8_MIN, ascii_view, load_text_kernels, no_lone_surrogates, read_only,
+                          read_only_view, text_to_buf, text_to_utf8)
+from .engine.threads import PARALLEL_LOCK, balanced_bounds, on_threads, resolve_threads, workers_for
 
 if TYPE_CHECKING:  # the call imports tltok_jit.padding when it runs
     from .padding import PaddedBatch
@@ -136,7 +137,8 @@ def _char_finder(chars: str):
 def _tokenizer_json_modules():
     """(interim_hf, pipeline_runtime), imported when a tokenizer.json model is first built: a process
     that uses only rank files never loads the tokenizer.json pipeline (~40 ms of its start-up)."""
-    from . import interim_hf, pipeline_runtime
+    from .compile import python_encoder_hf as interim_hf
+    from .hf import runtime as pipeline_runtime
 
     return interim_hf, pipeline_runtime
 
@@ -246,13 +248,13 @@ class Encoding:
     def _setup(self, model: ModelDescription, compiled, recipe: tuple, use_cache: bool = True) -> None:
         """Everything but the tables: per-instance scratch state around shared, read-only tables
         (`compiled`: the tables, or None to build them when first needed)."""
-        self._recipe = recipe  # how pickle rebuilds this encoding (tltok_jit.recipe)
+        self._recipe = recipe  # how pickle rebuilds this encoding (tltok_jit.engine.recipe)
         self._model = model
         self._use_cache = use_cache
         self._compiled_tables = compiled
         # While the kernels are not in the cache, a tiktoken rank file or a byte-level tokenizer.json
         # model is served by an exact Python encoder and a background process compiles them (see
-        # tltok_jit.warm); _interim_stages: the worker's stages every call of this model also needs.
+        # tltok_jit.compile.background); _interim_stages: the worker's stages every call of this model also needs.
         self._interim = None
         self._interim_checked = 0.0
         hf = getattr(model, "hf", None)  # a tokenizer.json pipeline, or None (rank files)
@@ -392,7 +394,7 @@ class Encoding:
         names the row)."""
         import pyarrow as pa
 
-        from .arrow import as_arrow
+        from .columns.arrow import as_arrow
 
         arr = as_arrow(array)
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
@@ -455,8 +457,8 @@ class Encoding:
     ) -> "Encoding":
         """Load a `.tiktoken` rank file. `pattern` defaults to the canonical one for `name`."""
         from .loaders.tiktoken_file import read_tiktoken_model
-        from .patterns import kind_of_pattern
-        from .registry import registry_defaults
+        from .model.patterns import kind_of_pattern
+        from .loaders.known_encodings import registry_defaults
 
         stem = os.path.basename(os.fspath(path)).split(".")[0]
         name = name or stem
@@ -1484,7 +1486,7 @@ class Encoding:
         >>> enc.decode_incremental([24912], state), enc.decode_incremental([2375], state, final=True)
         ('hello', ' world')
         """
-        from .stream import decode_incremental
+        from .streaming.decode import decode_incremental
 
         return decode_incremental(self, new_ids, state, final=final)
 
@@ -1496,7 +1498,7 @@ class Encoding:
         >>> enc.token_pieces([24912, 2375])
         ['hello', ' world']
         """
-        from .stream import token_pieces
+        from .streaming.decode import token_pieces
 
         return token_pieces(self, ids)
 
@@ -1543,7 +1545,7 @@ class Encoding:
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         self._check_disallowed(text, text_to_buf(text), self.special_policy(allowed, disallowed_special))
         from .kernels.scan import piece_ends
-        from .unstable import encode_with_unstable
+        from .engine.unstable import encode_with_unstable
 
         t = self._t
         kind = table_config(t).pattern_kind
@@ -1555,7 +1557,7 @@ class Encoding:
             self._sorted_tokens = sorted(self._model.vocab)
         return encode_with_unstable(self, text, allowed, split, self._sorted_tokens)
 
-    # ------------------------------------------------------------------ Arrow columns (tltok_jit.arrow)
+    # ------------------------------------------------------------------ Arrow columns (tltok_jit.columns.arrow)
     def encode_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),
                      disallowed_special: DisallowedSpecial = "all", errors: str = "replace",
                      large_list: bool | None = None, max_length: int | None = None,
@@ -1563,7 +1565,7 @@ class Encoding:
         """Token ids of every row of an Arrow string/binary column (Array, ChunkedArray, Table column,
         polars Series, pandas Arrow-backed Series) as `list<uint32>` (`large_list<uint32>` past 2**31 - 1
         ids). Null rows stay null; invalid UTF-8 is encoded as `bytes.decode("utf-8", errors)` would
-        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.arrow`.
+        give it (errors="replace") or raises naming the row ("strict"). See `tltok_jit.columns.arrow`.
         `max_length` keeps each row's first (`truncation_side="right"`) or last ("left") ids.
 
         A pandas Series (object, `str` / `string[pyarrow]` or ArrowDtype) gives a pandas Series of
@@ -1576,14 +1578,14 @@ class Encoding:
         >>> enc.encode_arrow(pa.array(["hello world", None, "goodbye"]), max_length=1).to_pylist()
         [[24912], None, [30744]]
         """
-        from . import arrow
+        from .columns import arrow
 
         if max_length is not None or truncation_side != "right":
             from .padding import truncate_lists, truncation_args
 
             max_length, truncation_side = truncation_args(max_length, truncation_side)  # checked before encoding
         if is_pandas_series(array):
-            from .pandas_io import ids_series
+            from .columns.pandas_io import ids_series
 
             result = self.encode_arrow(arrow.as_arrow(array), num_threads=num_threads,
                                        allowed_special=allowed_special, disallowed_special=disallowed_special,
@@ -1601,7 +1603,7 @@ class Encoding:
                               counting: bool):
         """encode_arrow (counting: count_arrow) by the kernels, or the Python encoder while they compile
         (KernelPipeline.encode_arrow)."""
-        from . import arrow
+        from .columns import arrow
 
         if errors in ("replace", "strict") and self._serve_interim("arrow"):
             out = self._interim_column(array, allowed_special, disallowed_special, counting, large_list)
@@ -1623,10 +1625,10 @@ class Encoding:
         >>> enc.count_arrow(pa.array(["hello world", None, "goodbye"])).to_pylist()
         [2, None, 2]
         """
-        from . import arrow
+        from .columns import arrow
 
         if is_pandas_series(array):
-            from .pandas_io import counts_series
+            from .columns.pandas_io import counts_series
 
             result = self.count_arrow(arrow.as_arrow(array), num_threads=num_threads,
                                       allowed_special=allowed_special, disallowed_special=disallowed_special,
@@ -1653,14 +1655,14 @@ class Encoding:
         """A `StreamEncoder`: `feed(text)` / `feed_bytes(data)` return the ids no continuation can
         change, `finish()` the rest; all of them together equal `encode(text, ...)`. A disallowed
         special token raises ValueError when the chunk completing it is fed (see
-        `tltok_jit.stream_encode`).
+        `tltok_jit.streaming.encode`).
 
         >>> enc = tltok_jit.get_encoding("o200k_base")
         >>> se = enc.stream_encoder()
         >>> [ids.tolist() for ids in (se.feed("hello wo"), se.feed("rld"), se.finish())]
         [[24912], [], [2375]]
         """
-        from .stream_encode import StreamEncoder
+        from .streaming.encode import StreamEncoder
 
         return StreamEncoder(self, allowed_special=allowed_special, disallowed_special=disallowed_special)
 
@@ -1674,7 +1676,7 @@ def rebuild(recipe: tuple) -> Encoding:
 def _build(recipe: tuple) -> Encoding:
     kind, args = recipe[0], recipe[1:]
     if kind == "encoding":
-        from .registry import load_description
+        from .loaders.known_encodings import load_description
 
         (name,) = args
         return Encoding(load_description(name), _recipe=recipe)

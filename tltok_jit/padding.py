@@ -35,12 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .args import check_int, check_threads
+from .engine.args import check_int, check_threads
 from .errors import PaddingError  # noqa: F401 (raised here; defined with the others)
 from .kernels.padding import fill_padded
-from .pages import small_pages
-from .text import read_only_view
-from .threads import on_threads, resolve_threads
+from .engine.pages import small_pages
+from .engine.text import read_only_view
+from .engine.threads import on_threads, resolve_threads
 
 __all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "truncate_lists", "truncation_args",
            "windows"]
@@ -332,7 +332,7 @@ def _from_arrow(enc, texts, threads: int, allowed_special, disallowed_special):
     """(ids, row starts, row counts) of a string column (Arrow, pandas, anything Arrow reads)."""
     import pyarrow as pa
 
-    from .arrow import as_arrow, is_text_type
+    from .columns.arrow import as_arrow, is_text_type
 
     arr = as_arrow(texts)
     if not is_text_type(arr.type):

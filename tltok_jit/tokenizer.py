@@ -33,7 +33,7 @@ from .errors import (  # noqa: F401  (the registry's errors, re-exported here)
     TokenizerError,
     UnknownTokenizerKindError,
 )
-from .text import common_prefix_len
+from .engine.text import common_prefix_len
 
 __all__ = [
     "EncodeNotSupportedError",

@@ -1,7 +1,7 @@
 """Proven piece boundaries inside a long text: positions where the tiktoken split patterns (and
 every pattern kind with a hand-written scanner) cut whatever follows, so the text can be encoded in
 parts (the column kernels split long rows there). The rules and their proof: `find_cuts` in
-`tltok_jit.arrow`."""
+`tltok_jit.columns.arrow`."""
 
 from __future__ import annotations
 

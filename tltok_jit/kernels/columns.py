@@ -5,7 +5,7 @@ A column is read in place: `layout` LAYOUT_OFFSETS (string / binary / large_*: r
 data[off[r]:off[r + 1]] of bufs[0]) or LAYOUT_VIEWS (string_view / binary_view: `views` holds 16-byte
 views, bufs[0] the views as bytes and bufs[1:] the variadic data buffers); `off` is int64 (for views,
 the running sum of the row lengths: virtual byte positions). The validity bitmap is read bit by bit.
-The caller (`tltok_jit.arrow`) has checked every offset and view against its buffer.
+The caller (`tltok_jit.columns.arrow`) has checked every offset and view against its buffer.
 
 Each worker writes the ids of its blocks one after another into its own row of `out` (dense: a
 row's ids at the offset of its bytes left most of an output of 4 bytes per input byte untouched

@@ -5,7 +5,7 @@ module-level machinery is left as it is, so other numba code in the process keep
 and its own caches. A `KernelCache` looks in two folders, in order:
 
     shipped  `tltok_jit/compiled/`: every kernel, compiled when the package was built (setup.py runs
-             `tltok_jit.build_kernels`) for a portable CPU baseline (`BASELINE_CPU`). Read-only. Used
+             `tltok_jit.compile.build_kernels`) for a portable CPU baseline (`BASELINE_CPU`). Read-only. Used
              when its manifest matches this process: the kernel sources, numba, llvmlite and Python it
              was built with, and a CPU that has every feature of the baseline.
     user     `$TLTOK_KERNEL_CACHE`, else `$NUMBA_CACHE_DIR/tltok_jit`, else

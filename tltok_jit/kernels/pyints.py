@@ -1,4 +1,4 @@
-"""Python ints of a list or tuple -> int64, read straight from the objects (see tltok_jit.pyints,
+"""Python ints of a list or tuple -> int64, read straight from the objects (see tltok_jit.engine.pyints,
 which checks the object layout this relies on before anything calls it)."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Kernels read and write arrays only, with this one exception at the output bounda
 str returns its ids as a new `list[int]` built with the C API where the ids are (PyList_New,
 PyLong_FromLongLong), because building it in Python from the id scratch (a slice, then `tolist`)
 cost ~200 ns, a fifth of a 20-character call; with the table of immortal int objects
-(`id_list_shared`, tltok_jit.pylist) the list holds one per id without allocating it or taking a
+(`id_list_shared`, tltok_jit.engine.pylist) the list holds one per id without allocating it or taking a
 reference. Such a kernel must hold the GIL while it makes them (`njit(nogil=False)`).
 """
 
@@ -75,7 +75,7 @@ id_list = _of_buffer("id_list", types.uint32, lambda context, builder, pyapi, da
 @intrinsic
 def id_list_shared(typingctx, ids, n, objs):
     """id_list, with the item of id i the int object at address objs[i] (one prebuilt object per
-    vocabulary id, immortal: tltok_jit.pylist) instead of a new int, without a reference of the
+    vocabulary id, immortal: tltok_jit.engine.pylist) instead of a new int, without a reference of the
     list's own: no allocation and no reference count change per id. An id outside objs gets a new
     int."""
     if not (isinstance(ids, types.Array) and ids.dtype == types.uint32 and isinstance(n, types.Integer)

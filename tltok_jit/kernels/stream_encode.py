@@ -5,7 +5,7 @@ emits the tokens of one very long piece while it is still growing.
 characters only: the Python side holds back an unfinished character) and writes the ids that no
 continuation can change. All positions in the state array are offsets into `buf`; the caller drops
 `buf[:st[S_KEEP]]` after each call and shifts the positions. The argument for every rule below is
-in `tltok_jit/stream_encode.py`'s module docstring; the function docstrings here say what they
+in `tltok_jit/streaming/encode.py`'s module docstring; the function docstrings here say what they
 compute.
 
 Long pieces (Jiang & Gong's incremental BPE, as used by Dalirrooyfard & Ye): for a piece that starts
@@ -235,7 +235,7 @@ def _run_end(buf, p, end, s1, s2, mask):
 def is_final(kind, buf, pe, end, s1, s2):
     """True when the piece just scanned (ending at pe, computed with the text ending at `end`) ends
     at pe whatever text follows `end`: every byte the scanner read, and every offset it compared with
-    the end, is < end. See the module docstring of tltok_jit.stream_encode for the argument."""
+    the end, is < end. See the module docstring of tltok_jit.streaming.encode for the argument."""
     if pe + MARGIN > end:
         return False
     q = _prev_start(buf, pe)
@@ -350,7 +350,7 @@ def _block_kind(kind, buf, f, k, end, s1, s2):
     """B_* when the live piece scanned from f, with lower bound K = k, is held by a run that more
     neutral characters only extend; else B_NONE. Appending neutral characters then changes nothing:
     the piece stays not final, K stays, so no id becomes final and no state moves (the argument is
-    in tltok_jit/stream_encode.py, "Held runs"); `_advance_open` then only scans the new bytes."""
+    in tltok_jit/streaming/encode.py, "Held runs"); `_advance_open` then only scans the new bytes."""
     if k <= f or k >= end:
         return B_NONE
     b = buf[k - 1]

@@ -2,12 +2,12 @@
 (the entry points themselves: `row_columns.RowColumns`, `sentencepiece_columns`, `encoding_backed`).
 
 The entry points have the signatures and conventions of `Encoding.encode_arrow`, `count_arrow`
-and `decode_arrow` (see `tltok_jit.arrow`): string, large_string, string_view (and binary kinds,
+and `decode_arrow` (see `tltok_jit.columns.arrow`): string, large_string, string_view (and binary kinds,
 dictionaries of them, the null type) read in place; a ChunkedArray comes back chunked the same way;
 a null row stays null; `list<uint32>` ids (`large_list<uint32>` past 2**31 - 1 ids, or with
 `large_list=True`), int64 counts, `large_string` texts. A row that is not valid UTF-8 is encoded as
 `row.decode("utf-8", "replace")` (errors="replace") or raises `ArrowRowError` naming the row and
-the byte (errors="strict"). A pandas Series gives a pandas Series (`tltok_jit.pandas_io`).
+the byte (errors="strict"). A pandas Series gives a pandas Series (`tltok_jit.columns.pandas_io`).
 pyarrow is imported when this module is.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 from numba.typed import List as TypedList
 
-from ..arrow import ArrowRowError, as_arrow, check_offsets, is_text_type
-from ..text import read_only_view
+from ..columns.arrow import ArrowRowError, as_arrow, check_offsets, is_text_type
+from ..engine.text import read_only_view
 from ..tokenizer import TokenIdError
 
 __all__ = [
@@ -149,7 +149,7 @@ def _check_text_type(t: pa.DataType) -> None:
 def text_columns(column, encode_chunk: Callable, assemble: Callable):
     """Apply `encode_chunk(TextColumn, row_base)` to each array of `column` (a dictionary's values
     once, then taken) and `assemble(results, chunked)`; results are (kind, chunk, value) as in
-    `tltok_jit.arrow`: ("dict", chunk, Arrow result of the dictionary) or ("res", chunk, value)."""
+    `tltok_jit.columns.arrow`: ("dict", chunk, Arrow result of the dictionary) or ("res", chunk, value)."""
     arr = as_arrow(column)
     _check_text_type(arr.type)
     chunks, chunked = chunks_of(arr)

@@ -1,6 +1,6 @@
 """A Tokenizer over a `tltok_jit.Encoding` whose decode drops a given id set (tiktoken, whisper, huggingface).
 
-`decode_incremental` and `token_pieces` use the Encoding's own streaming forms (`tltok_jit.stream`:
+`decode_incremental` and `token_pieces` use the Encoding's own streaming forms (`tltok_jit.streaming.decode`:
 token bytes appended, or a tokenizer.json decoder chain over a bounded window), which equal its
 `decode` and never re-decode the prefix; `encoding_streams=False` falls back to the contract's
 re-rendering defaults (needed when `decode_kwargs` make `decode` differ from the Encoding's).

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..encoding import Encoding
 from ..loaders.hf_json import read_hf_json
-from ..model import TokenizerFileError
-from ..pandas_io import is_pandas_series
+from ..model.description import TokenizerFileError
+from ..columns.pandas_io import is_pandas_series
 from ..tokenizer import TokenizerAssetError, TokenizerSpec
 from .encoding_backed import EncodingTokenizer
 
@@ -24,7 +24,7 @@ __all__ = ["HuggingFaceTokenizer", "build"]
 
 
 class HuggingFaceTokenizer(EncodingTokenizer):
-    """tokenizer.json behind the contract; streaming is the Encoding's (`tltok_jit.stream`), which runs
+    """tokenizer.json behind the contract; streaming is the Encoding's (`tltok_jit.streaming.decode`), which runs
     a decoder chain such as Mistral-7B's over a bounded window of recent ids."""
 
     def __init__(self, enc: Encoding, special_ids, *, add_special_tokens: bool):

@@ -40,13 +40,13 @@ class RowColumns:
         ids or with large_list=True), nulls stay null, chunks kept. A row that is not valid UTF-8
         is encoded as `row.decode("utf-8", "replace")` (errors="replace") or raises ArrowRowError
         naming the row (errors="strict"). A pandas Series gives a Series of lists."""
-        from ..pandas_io import ids_series, is_pandas_series
+        from ..columns.pandas_io import ids_series, is_pandas_series
         from . import columns as C
 
         self._require_encode()
         C.check_errors(errors)
         if is_pandas_series(column):
-            from ..arrow import as_arrow
+            from ..columns.arrow import as_arrow
 
             result = self.encode_arrow(as_arrow(column), errors=errors, large_list=large_list)
             return ids_series(result, column, lambda a: a.tolist())
@@ -55,13 +55,13 @@ class RowColumns:
 
     def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
         """The number of ids of every row (int64, nulls stay null). A pandas Series gives an `Int64` Series."""
-        from ..pandas_io import counts_series, is_pandas_series
+        from ..columns.pandas_io import counts_series, is_pandas_series
         from . import columns as C
 
         self._require_encode()
         C.check_errors(errors)
         if is_pandas_series(column):
-            from ..arrow import as_arrow
+            from ..columns.arrow import as_arrow
 
             return counts_series(self.count_arrow(as_arrow(column), errors=errors), column)
         return C.text_columns(column, lambda col, base: self._encode_chunk(col, base, errors, True),

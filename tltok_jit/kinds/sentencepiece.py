@@ -24,8 +24,8 @@ import numpy as np
 
 from ..kernels import sentencepiece as K
 from ..loaders.sentencepiece_model import BYTE, CONTROL, UNKNOWN, USER_DEFINED, read_sentencepiece_model
-from ..spm_tables import SentencePieceTables, build_tables
-from ..stream import incomplete_tail_start
+from ..tables.sentencepiece import SentencePieceTables, build_tables
+from ..streaming.decode import incomplete_tail_start
 from ..tokenizer import FFFD, TokenIdError, Tokenizer, TokenizerAssetError, TokenizerSpec
 from .row_columns import RowColumns
 from .symbol_table import SPECIAL_NAMES
@@ -142,7 +142,7 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
         if len(ids) < 64:
             return ids.tolist()
         if self._int_objects is None:
-            from ..pylist import int_objects
+            from ..engine.pylist import int_objects
 
             self._int_objects = int_objects(self.vocab_size)
         return self._int_objects.to_list(ids)
@@ -179,10 +179,10 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
         (num_threads None or 0: every core), the same ids for any thread count. A row that is not
         valid UTF-8 is encoded as `row.decode("utf-8", "replace")` (errors="replace") or raises
         ArrowRowError naming the row (errors="strict"). A pandas Series gives a Series of lists."""
-        from ..pandas_io import ids_series, is_pandas_series
+        from ..columns.pandas_io import ids_series, is_pandas_series
 
         if is_pandas_series(column):
-            from ..arrow import as_arrow
+            from ..columns.arrow import as_arrow
 
             result = self.encode_arrow(as_arrow(column), num_threads=num_threads, errors=errors,
                                        large_list=large_list)
@@ -193,10 +193,10 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
                     errors: str = "replace") -> "pa.Array | pa.ChunkedArray":
         """The number of ids of every row (int64, nulls stay null), as `encode_arrow` counts them.
         A pandas Series gives an `Int64` Series."""
-        from ..pandas_io import counts_series, is_pandas_series
+        from ..columns.pandas_io import counts_series, is_pandas_series
 
         if is_pandas_series(column):
-            from ..arrow import as_arrow
+            from ..columns.arrow import as_arrow
 
             return counts_series(self.count_arrow(as_arrow(column), num_threads=num_threads, errors=errors), column)
         return self._column_run(column, num_threads, errors, True)

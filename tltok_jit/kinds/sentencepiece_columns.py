@@ -16,7 +16,7 @@ import numpy as np
 
 from ..kernels import sentencepiece_arrow as KA
 from ..loaders.sentencepiece_model import USER_DEFINED
-from ..threads import on_threads
+from ..engine.threads import on_threads
 from .columns import TextColumn, replaced_text
 
 __all__ = ["ColumnEncoder"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import get_encoding
 from ..encoding import Encoding
-from ..model import TokenizerFileError
+from ..model.description import TokenizerFileError
 from ..tokenizer import TokenizerAssetError, TokenizerSpec
 from .encoding_backed import EncodingTokenizer
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 from ..encoding import Encoding
 from ..loaders.tiktoken_file import load_tiktoken_ranks, read_tiktoken_model
-from ..model import TokenizerFileError
-from ..patterns import GPT2_ORIGINAL_PATTERN, kind_of_pattern
+from ..model.description import TokenizerFileError
+from ..model.patterns import GPT2_ORIGINAL_PATTERN, kind_of_pattern
 from ..tokenizer import TokenizerAssetError, TokenizerSpec
 from .encoding_backed import EncodingTokenizer
 

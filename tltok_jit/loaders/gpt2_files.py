@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from ..model import AddedToken, ModelDescription, TokenizerFileError
+from ..model.description import AddedToken, ModelDescription, TokenizerFileError
 from .hf_json import HFPipeline, _check_merges, _load_json, beta_decode
 
 __all__ = ["read_gpt2_files"]
@@ -59,7 +59,7 @@ def read_gpt2_files(vocab_path: str | os.PathLike, merges_path: str | os.PathLik
     if special_tokens is None:
         special_tokens = tuple(s for s in ("<|endoftext|>",) if s in vocab_str)
     added = [AddedToken(s, vocab_str[s], special=True) for s in special_tokens if s in vocab_str]
-    from ..patterns import GPT2_ORIGINAL_PATTERN
+    from ..model.patterns import GPT2_ORIGINAL_PATTERN
 
     missing = bytes(b for b in range(256) if bytes([b]) not in vocab)
     pipeline = HFPipeline(special_ids=frozenset(t.id for t in added), missing_bytes=missing)

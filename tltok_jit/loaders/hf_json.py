@@ -1,10 +1,10 @@
-r"""Hugging Face `tokenizer.json` -> ModelDescription, its pipeline as `tltok_jit.pipeline` stages.
+r"""Hugging Face `tokenizer.json` -> ModelDescription, its pipeline as `tltok_jit.model.pipeline` stages.
 
     enc = tltok_jit.from_file("tokenizer.json", config="tokenizer_config.json")   # config optional
 
 Supported subset (anything else is refused at load with `UnsupportedTokenizerError`, which names
 the JSON field and its value, so a file that loads is a file encoded exactly). Each supported type of
-normalizer, pre-tokenizer, post-processor and decoder is one class of `tltok_jit.pipeline`, which
+normalizer, pre-tokenizer, post-processor and decoder is one class of `tltok_jit.model.pipeline`, which
 reads and refuses its options; this module checks how they combine, picks a scanner, and reads the
 model and its added tokens. `pipeline_runtime.HFRuntime` runs the stages around the kernels.
 
@@ -40,7 +40,7 @@ model and its added tokens. `pipeline_runtime.HFRuntime` runs the stages around 
   `Sequence`; used by `encode(..., add_special_tokens=True)`.
 * decoder: `ByteLevel` (fast byte gather), or a Python chain of `Replace` (String), `ByteFallback`,
   `Fuse`, `Strip`, `Metaspace`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF). The
-  chain runs in `tltok_jit.decoder_chain`, for `decode` and for every streaming decoder alike.
+  chain runs in `tltok_jit.hf.decoder_chain`, for `decode` and for every streaming decoder alike.
 * `truncation` / `padding` must be null.
 
 Unicode versions (measured with tokenizers 0.23.3; tests in tests/test_hf_json.py):
@@ -75,17 +75,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..decoder_chain import DecoderChain
+from ..hf.decoder_chain import DecoderChain
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
-from ..model import AddedToken, ModelDescription
-from ..pipeline.decoders import Decoder, read_decoders
-from ..pipeline.normalizers import NFC_POST9_RANGES, Normalizer, hf_nfc, read_normalizers  # noqa: F401  (re-exported)
-from ..pipeline.onig import compile_onig, onig_find_iter, onig_to_python  # noqa: F401  (re-exported)
-from ..pipeline.post_processors import read_post_processors, template_ids
-from ..pipeline.pre_tokenizers import ByteLevel, Digits, Metaspace, PreTokenizer, read_pre_tokenizers
-from ..pipeline.pre_tokenizers import metaspace_split as _metaspace, split_pieces as _split_behavior  # noqa: F401
+from ..model.description import AddedToken, ModelDescription
+from ..model.pipeline.decoders import Decoder, read_decoders
+from ..model.pipeline.normalizers import (NFC_POST9_RANGES, Normalizer, hf_nfc, read_normalizers)  # noqa: F401  (re-exported)
+from ..model.pipeline.onig import compile_onig, onig_find_iter, onig_to_python  # noqa: F401  (re-exported)
+from ..model.pipeline.post_processors import read_post_processors, template_ids
+from ..model.pipeline.pre_tokenizers import ByteLevel, Digits, Metaspace, PreTokenizer, read_pre_tokenizers
+from ..model.pipeline.pre_tokenizers import metaspace_split as _metaspace, split_pieces as _split_behavior  # noqa: F401
 from ..unicode.regex16 import CLASS_PROPS as _CLASS_PROPS, unicode16_text as _unicode16_text  # noqa: F401
-from .byte_alphabet import BYTE_TO_CHAR, CHAR_TO_BYTE, beta_decode, bytes_to_unicode  # noqa: F401  (re-exported)
+from ..model.byte_alphabet import BYTE_TO_CHAR, CHAR_TO_BYTE, beta_decode, bytes_to_unicode  # noqa: F401  (re-exported)
 
 __all__ = [
     "HFPipeline",
@@ -343,7 +343,7 @@ def _config_added(config_path, tokens: list[AddedToken], av: _AddedVocab) -> lis
 
 def _scanner_kind(steps: list[PreTokenizer]) -> tuple[str | None, str]:
     """(pattern kind or None, the split pattern text) of byte-level pre-tokenizer steps (ByteLevel last)."""
-    from ..patterns import GPT2_ORIGINAL_PATTERN, kind_of_pattern
+    from ..model.patterns import GPT2_ORIGINAL_PATTERN, kind_of_pattern
 
     *head, last = steps
     assert isinstance(last, ByteLevel)

@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from ..model import AddedToken, ModelDescription, TokenizerFileError
-from ..patterns import kind_of_pattern
+from ..model.description import AddedToken, ModelDescription, TokenizerFileError
+from ..model.patterns import kind_of_pattern
 
 __all__ = ["load_tiktoken_ranks", "read_tiktoken_model"]
 

@@ -1,0 +1,1 @@
+"""Columns in, columns out: Arrow, pandas."""

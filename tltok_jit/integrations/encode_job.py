@@ -1,0 +1,371 @@
+"""The read -> encode -> write pipeline behind `tltok encode`.
+
+Three stages overlap: a reader thread pulls record batches from the input files, the calling thread
+encodes them (the kernels release the GIL), a writer thread hands the results to a sink (Parquet
+files, a packed shard, a Megatron / flat shard). Between the stages two bounded queues hold at most
+`depth` batches each, so memory stays at a few batches whatever the input size. Batches keep their
+input order and their boundaries come from the reader alone: what is written never depends on the
+thread count.
+
+A failure in any stage stops the other two and is raised in the calling thread: exceptions of the
+`passthrough` types as they are, others as a `JobError` naming the stage, the file and the first
+row of the batch. KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) in the calling
+thread stops both threads before it propagates, so the caller can then remove its temporary output.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import TltokError
+
+_POLL = 0.05  # seconds: how often a blocked stage checks whether the job was stopped
+
+
+class JobError(TltokError):
+    """One line naming the file (and row) where the job failed."""
+
+
+class Part:
+    """One record batch on its way through the pipeline."""
+
+    __slots__ = ("batch", "file", "n_bytes", "n_tokens", "path", "result", "row")
+
+    def __init__(self, file: int, path: str, row: int, batch: Any):
+        self.file = file          # index of the input file
+        self.path = path          # its path, for messages
+        self.row = row            # the batch's first row within that file
+        self.batch = batch        # the record batch read (only the needed columns)
+        self.result = None        # set by the encode step
+        self.n_tokens = 0
+        self.n_bytes = 0
+
+
+class FileEnd:
+    """Marker after the last batch of an input file (also sent for a file with no batches)."""
+
+    __slots__ = ("file", "parts", "path")
+
+    def __init__(self, file: int, path: str, parts: int):
+        self.file = file
+        self.path = path
+        self.parts = parts
+
+
+class _Stopped(Exception):
+    """Another stage failed or the job was interrupted: leave quietly."""
+
+
+class _Done:
+    pass
+
+
+_DONE = _Done()
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e)
+    return text.splitlines()[0] if text else ""
+
+
+class _Failure:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+
+    def set(self, error: BaseException) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = error
+        self.stop.set()
+
+
+def _put(q: queue.Queue, item, stop: threading.Event) -> None:
+    while True:
+        if stop.is_set():
+            raise _Stopped
+        try:
+            q.put(item, timeout=_POLL)
+            return
+        except queue.Full:
+            continue
+
+
+def _get(q: queue.Queue, stop: threading.Event):
+    while True:
+        if stop.is_set():
+            raise _Stopped
+        try:
+            return q.get(timeout=_POLL)
+        except queue.Empty:
+            continue
+
+
+def run(inputs: Sequence[tuple[str, Callable[[], Iterable]]], encode: Callable[[Part], None],
+        write: Callable[[Part | FileEnd], None], *, depth: int = 2,
+        passthrough: tuple[type[BaseException], ...] = ()) -> None:
+    """Read, encode and write every batch of `inputs`, the three stages overlapping.
+
+    inputs: (path, function returning that file's record batches), in output order.
+    encode: called in this thread with each Part; sets `part.result` (and n_tokens, n_bytes).
+    write: called in the writer thread with each encoded Part and a FileEnd after each file.
+    depth: batches each queue holds (memory: about 2 * depth + 3 batches in flight).
+    passthrough: exception types re-raised unchanged (already one line naming the file).
+    """
+    fail = _Failure()
+    read_q: queue.Queue = queue.Queue(maxsize=max(1, depth))
+    write_q: queue.Queue = queue.Queue(maxsize=max(1, depth))
+    where = {"read": "", "write": ""}  # what each thread is busy with, for its error message
+
+    def wrap(stage: str, e: BaseException) -> BaseException:
+        if isinstance(e, passthrough) or isinstance(e, JobError):
+            return e
+        verb = "reading" if stage == "read" else "writing the output of"
+        return JobError(f"{verb} {where[stage]}: {type(e).__name__}: {_first_line(e)}")
+
+    def reader() -> None:
+        try:
+            for index, (path, batches) in enumerate(inputs):
+                row = 0
+                parts = 0
+                where["read"] = str(path)
+                it = iter(batches())
+                try:
+                    for batch in it:
+                        _put(read_q, Part(index, str(path), row, batch), fail.stop)
+                        row += batch.num_rows
+                        parts += 1
+                        where["read"] = f"{path} (after row {row})"
+                finally:
+                    close = getattr(it, "close", None)
+                    if close is not None:
+                        close()
+                _put(read_q, FileEnd(index, str(path), parts), fail.stop)
+            _put(read_q, _DONE, fail.stop)
+        except _Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+            fail.set(wrap("read", e))
+
+    def writer() -> None:
+        try:
+            while True:
+                item = _get(write_q, fail.stop)
+                if item is _DONE:
+                    return
+                if isinstance(item, Part):
+                    where["write"] = f"{item.path} (rows from {item.row})"
+                else:
+                    where["write"] = item.path
+                write(item)
+        except _Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+            fail.set(wrap("write", e))
+
+    threads = [threading.Thread(target=reader, name="tltok-read", daemon=True),
+               threading.Thread(target=writer, name="tltok-write", daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        while True:
+            item = _get(read_q, fail.stop)
+            if isinstance(item, Part):
+                encode(item)
+            _put(write_q, item, fail.stop)
+            if item is _DONE:
+                break
+        threads[1].join()  # the writer drains the queue, then stops at _DONE
+    except _Stopped:
+        pass
+    except BaseException as e:
+        fail.set(e)
+    finally:
+        fail.stop.set()
+        for t in threads:
+            t.join()
+    if fail.error is not None:
+        raise fail.error
+
+
+# ------------------------------------------------------------------------------------------------
+# the steps of `tltok encode`
+# ------------------------------------------------------------------------------------------------
+
+def text_bytes(col) -> int:
+    """Bytes of text in a string/binary column (including the bytes null rows may point at)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    n = len(col)
+    if n and (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+              or pa.types.is_large_binary(t)):
+        dt = np.int64 if (pa.types.is_large_string(t) or pa.types.is_large_binary(t)) else np.int32
+        off = np.frombuffer(col.buffers()[1], dtype=dt)
+        return int(off[col.offset + n]) - int(off[col.offset])
+    if n == 0:
+        return 0
+    try:
+        return int(pc.sum(pc.binary_length(col)).as_py() or 0)
+    except Exception:  # noqa: BLE001
+        return col.nbytes
+
+
+def encode_step(enc, column: str, *, threads: int, special: dict, count_only: bool = False,
+                large_list: bool = False, hint: str = "") -> Callable[[Part], None]:
+    """The encode stage: ids (or counts) of `column` of each batch; a row the encoder refuses is a
+    JobError naming the file and the row within it."""
+    import pyarrow.compute as pc
+
+    from ..columns import arrow
+
+    def step(part: Part) -> None:
+        batch = part.batch
+        col = batch.column(batch.schema.get_field_index(column))
+        if not arrow.is_text_type(col.type):
+            raise JobError(f"column {column!r} of {part.path} has type {col.type}, not a string column")
+        try:
+            if count_only:
+                res = enc.count_arrow(col, num_threads=threads, **special)
+                part.n_tokens = int(pc.sum(res).as_py() or 0)
+            else:
+                res = enc.encode_arrow(col, num_threads=threads, large_list=large_list, **special)
+                part.n_tokens = len(res.values)
+        except (arrow.ArrowRowError, ValueError) as e:
+            msg = _first_line(e)
+            row = getattr(e, "row", None)
+            if row is not None and msg.startswith(f"row {row}:"):
+                msg = f"row {part.row + row} of the file:" + msg[len(f"row {row}:"):]
+            raise JobError(f"{part.path}: {msg}{hint}") from None
+        part.result = res
+        part.n_bytes = text_bytes(col)
+
+    return step
+
+
+class ParquetSink:
+    """Encoded batches -> one Parquet file per input file (zstd; the ids column after the kept ones)."""
+
+    def __init__(self, dests: Sequence[Path], keep: Sequence[list[str]], empty_fields: Sequence[list],
+                 output_column: str, count_only: bool, progress: Callable[[int, int, int], None]):
+        import pyarrow as pa
+
+        self.dests = list(dests)
+        self.keep = list(keep)
+        self.empty_fields = list(empty_fields)  # the kept columns' fields, for a file with no batches
+        self.output_column = output_column
+        self.out_type = pa.int64() if count_only else pa.list_(pa.uint32())
+        self.progress = progress
+        self._writer = None
+
+    def _open(self, file: int, fields: list) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        dest = self.dests[file]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        schema = pa.schema(list(fields) + [pa.field(self.output_column, self.out_type)])
+        # no dictionary for the ids: building one costs ~30% of the write's CPU for ~5% of its size
+        # (the kept columns keep Parquet's default)
+        self._writer = pq.ParquetWriter(str(dest), schema, compression="zstd",
+                                        use_dictionary=[f.name for f in fields])
+
+    def __call__(self, item: Part | FileEnd) -> None:
+        import pyarrow as pa
+
+        if isinstance(item, FileEnd):
+            if self._writer is None:  # no batches: still a valid (empty) file
+                self._open(item.file, self.empty_fields[item.file])
+            self._close()
+            return
+        keep = self.keep[item.file]
+        batch = item.batch
+        cols = [batch.column(batch.schema.get_field_index(c)) for c in keep] + [item.result]
+        out = pa.RecordBatch.from_arrays(cols, names=keep + [self.output_column])
+        if self._writer is None:
+            self._open(item.file, [out.schema.field(c) for c in keep])
+        self._writer.write_batch(out)
+        self.progress(item.batch.num_rows, item.n_bytes, item.n_tokens)
+
+    def _close(self) -> None:
+        w, self._writer = self._writer, None
+        if w is not None:
+            w.close()
+
+    def abort(self) -> None:
+        """Close an open file after a failure (the caller removes it)."""
+        try:
+            self._close()
+        except Exception:  # noqa: BLE001 - the file is being discarded
+            pass
+
+
+class PackSink:
+    """Encoded batches -> consecutive sequences of `seq_len` ids in an open binary file; the last
+    incomplete sequence stays in `carry`."""
+
+    def __init__(self, f, seq_len: int, dtype, eot: int | None, progress: Callable[[int, int, int], None]):
+        import numpy as np
+
+        self.f = f
+        self.seq = int(seq_len)
+        self.dtype = np.dtype(dtype)
+        self.eot = eot
+        self.progress = progress
+        self.carry = np.zeros(0, dtype=self.dtype)
+        self.n_seqs = 0
+        self.docs = 0
+
+    def __call__(self, item: Part | FileEnd) -> None:
+        import numpy as np
+
+        if isinstance(item, FileEnd):
+            return
+        res = item.result
+        if hasattr(res, "combine_chunks"):
+            res = res.combine_chunks()
+        flat = res.flatten().to_numpy(zero_copy_only=False)
+        dtype = self.dtype
+        if self.eot is not None:
+            valid = res.is_valid().to_numpy(zero_copy_only=False)
+            lens = res.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)[valid]
+            stream = np.empty(len(flat) + len(lens), dtype=dtype)
+            eot_pos = np.cumsum(lens + 1) - 1
+            mask = np.ones(len(stream), dtype=bool)
+            mask[eot_pos] = False
+            stream[mask] = flat
+            stream[eot_pos] = self.eot
+            self.docs += int(valid.sum())
+        else:
+            stream = flat.astype(dtype, copy=False)
+            self.docs += len(res) - res.null_count
+        if len(self.carry):
+            stream = np.concatenate([self.carry, stream])
+        k = len(stream) // self.seq
+        if k:
+            self.f.write(stream[: k * self.seq].astype("<" + dtype.str[1:], copy=False).tobytes())
+            self.n_seqs += k
+        self.carry = stream[k * self.seq:].copy()
+        self.progress(len(res), item.n_bytes, len(flat))
+
+
+class ShardSink:
+    """Encoded batches -> a `shards` writer (Megatron or flat .bin)."""
+
+    def __init__(self, writer, progress: Callable[[int, int, int], None]):
+        self.writer = writer
+        self.progress = progress
+
+    def __call__(self, item: Part | FileEnd) -> None:
+        if isinstance(item, FileEnd):
+            return
+        n_before = self.writer.n_tokens
+        self.writer.add(item.result)
+        self.progress(len(item.result), item.n_bytes, self.writer.n_tokens - n_before)

@@ -1,0 +1,1 @@
+"""Model description -> validated flat arrays the kernels index, and their on-disk cache."""
