@@ -1,0 +1,453 @@
+"""Training batches from Parquet text: read, tokenize, pack, batch, and resume exactly.
+
+`TokenBatches(source, tokenizer, seq_len=..., batch_size=...)` reads the `column` of Parquet files
+(paths, folders, globs), tokenizes it with `tokenizer.encode_arrow`, packs the documents with
+`tltok_jit.packing` and yields dicts of numpy arrays: input_ids, labels, position_ids [batch_size,
+seq_len] (the packing's dtype), seq_lens [batch_size, K] int32 (segments then padding, 0 after; K is
+the widest row of the batch), cu_seqlens [M + 1] int32 and max_seqlen (FlashAttention's varlen
+layout over input_ids.reshape(-1)).
+
+How the data is cut, so that the batches are a pure function of the options and the files:
+
+* Every row group of every file (sorted by path) is cut into blocks of `block_rows` rows. Each epoch
+  the row groups are put in an order (shuffled with (seed, epoch), or as read) and the blocks,
+  in that order, are cut into `world_size * num_workers` contiguous shares: rank r, DataLoader
+  worker w reads share r * num_workers + w. The shares are disjoint and cover every row once per
+  epoch; a rank may get one batch more or fewer than another.
+* A share is read in windows of `shuffle_buffer` rows: a window's documents are tokenized (on
+  `num_threads` threads; the next window is prepared on a background thread while this one is
+  handed out), shuffled, packed together, and the packed rows shuffled (each with a generator
+  seeded by (seed, epoch, share, window)). Rows flow into batches across windows and epochs; the
+  last batch of the last epoch is filled up with padding rows (labels all -100) unless
+  `drop_last`.
+* `state_dict()` is the position of the next batch: (epoch, window, rows of it already handed
+  out). `load_state_dict` rebuilds that window and skips those rows, so the batches after a resume
+  equal those of an uninterrupted run; a state from other options or files is refused, naming what
+  differs.
+
+Null texts are skipped and counted (`stats["null_rows"]`); memory holds two windows of text and ids,
+their packed rows and one row group of the column.
+
+A training loop (torch; `torch_dataset` wraps the batches as tensors):
+
+    loader = TokenBatches("data/*.parquet", tltok_jit.get_encoding("o200k_base"), seq_len=2048,
+                          batch_size=8, eos_id=199999, rank=rank, world_size=world)
+    for step, batch in enumerate(loader):
+        out = model(input_ids=torch.from_numpy(batch["input_ids"]),
+                    position_ids=torch.from_numpy(batch["position_ids"]),
+                    labels=torch.from_numpy(batch["labels"]))
+        out.loss.backward(); opt.step(); opt.zero_grad()
+        if step % 1000 == 0:
+            torch.save({"model": model.state_dict(), "data": loader.state_dict()}, "ckpt.pt")
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .packing import LONG_DOCUMENTS, STRATEGIES, PackingError, pack_documents
+
+__all__ = ["ResumeError", "TokenBatches", "torch_dataset"]
+
+STATE_VERSION = 1
+_MAGIC = ("tltok_jit.loader", STATE_VERSION)
+
+
+class ResumeError(PackingError):
+    """A state given to `TokenBatches.load_state_dict` belongs to other options, files or shares;
+    `argument` names the first that differs."""
+
+
+def _expand(source) -> list[str]:
+    """The Parquet files of `source` (a path, folder, glob, or a list of them), each once, sorted."""
+    items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
+    if not items:
+        raise PackingError("source names no files", "source")
+    files = []
+    for item in items:
+        item = os.fspath(item)
+        if any(c in item for c in "*?["):
+            found = sorted(glob.glob(item, recursive=True))
+        elif os.path.isdir(item):
+            found = sorted(os.path.join(item, n) for n in os.listdir(item) if n.endswith(".parquet"))
+        else:
+            found = [item] if os.path.isfile(item) else []
+        if not found:
+            raise PackingError(f"source {item!r} matches no Parquet file", "source")
+        files += found
+    return sorted(set(os.path.abspath(f) for f in files))
+
+
+def _int_arg(value, arg: str, least: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or int(value) < least:
+        raise PackingError(f"{arg} must be an int of at least {least}, not {value!r}", arg)
+    return int(value)
+
+
+class TokenBatches:
+    """Fixed-shape training batches of packed documents from Parquet text (see this module's
+    docstring), resumable with `state_dict()` / `load_state_dict()`.
+
+    >>> import pyarrow as pa, pyarrow.parquet as pq, tempfile, os, tltok_jit
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pq.write_table(pa.table({"text": ["hello world", "goodbye"]}), path)
+    >>> loader = TokenBatches(path, tltok_jit.get_encoding("o200k_base"), seq_len=4, batch_size=2,
+    ...                       eos_id=199999, shuffle=False)
+    >>> [b["input_ids"].tolist() for b in loader]
+    [[[24912, 2375, 199999, 0], [30744, 43571, 199999, 0]]]
+    """
+
+    def __init__(self, source, tokenizer, *, seq_len: int, batch_size: int, rank: int = 0, world_size: int = 1,
+                 shuffle_buffer: int = 8192, seed: int = 0, strategy: str = "bfd", column: str = "text",
+                 num_threads: int | None = None, eos_id: int | None = None, bos_id: int | None = None,
+                 pad_id: int = 0, long_documents: str = "split", shuffle: bool = True, epochs: int | None = 1,
+                 drop_last: bool = False, block_rows: int = 1024, dtype: str = "int64",
+                 return_doc_index: bool = False):
+        from .packing import _DTYPES, _choice, _token
+
+        self.seq_len = _int_arg(seq_len, "seq_len", 2)
+        self.batch_size = _int_arg(batch_size, "batch_size", 1)
+        self.world_size = _int_arg(world_size, "world_size", 1)
+        self.rank = _int_arg(rank, "rank", 0)
+        if self.rank >= self.world_size:
+            raise PackingError(f"rank must be below world_size={self.world_size}, not {rank}", "rank")
+        self.shuffle_buffer = _int_arg(shuffle_buffer, "shuffle_buffer", 1)
+        self.seed = _int_arg(seed, "seed", 0)
+        self.strategy = _choice(strategy, "strategy", STRATEGIES)
+        self.long_documents = _choice(long_documents, "long_documents", LONG_DOCUMENTS)
+        self.epochs = None if epochs is None else _int_arg(epochs, "epochs", 1)
+        self.block_rows = _int_arg(block_rows, "block_rows", 1)
+        self.num_threads = 0 if num_threads is None else _int_arg(num_threads, "num_threads", 0)
+        if not isinstance(column, str):
+            raise PackingError(f"column must be a column name, not {column!r}", "column")
+        self.column = column
+        if not isinstance(dtype, str) or dtype not in _DTYPES:
+            raise PackingError(f"dtype must be 'int64' or 'int32', not {dtype!r}", "dtype")
+        self.dtype = dtype
+        self.shuffle, self.drop_last, self.return_doc_index = bool(shuffle), bool(drop_last), bool(return_doc_index)
+        n_vocab = getattr(tokenizer, "n_vocab", None)
+        top = int(np.iinfo(_DTYPES[dtype]).max)
+        self.eos_id = None if eos_id is None else _token(eos_id, "eos_id", top, n_vocab)
+        self.bos_id = None if bos_id is None else _token(bos_id, "bos_id", top, n_vocab)
+        self.pad_id = _token(pad_id, "pad_id", top, n_vocab)
+        if not callable(getattr(tokenizer, "encode_arrow", None)):
+            raise PackingError("tokenizer must have encode_arrow (a tltok_jit Encoding)", "tokenizer")
+        self.tokenizer = tokenizer
+        self.files = _expand(source)
+        self._row_groups = self._read_layout()
+        self._position = (0, 0, 0)  # (epoch, window, rows of the window handed out)
+        self._shares = None  # (share, shares) of the running iteration
+        self.stats = {"documents": 0, "null_rows": 0, "split": 0, "dropped": 0, "tokens": 0, "rows": 0,
+                      "padding_rows": 0}
+
+    # ------------------------------------------------------------------ layout
+    def _read_layout(self) -> list[tuple[int, int, int, int]]:
+        """(file, row group, rows, first global row) of every row group, in file order."""
+        import pyarrow.parquet as pq
+
+        out, base = [], 0
+        for f, path in enumerate(self.files):
+            meta = pq.ParquetFile(path)
+            if self.column not in meta.schema_arrow.names:
+                raise PackingError(f"{path} has no column {self.column!r} (it has {meta.schema_arrow.names})", "column")
+            md = meta.metadata
+            for g in range(md.num_row_groups):
+                n = md.row_group(g).num_rows
+                out.append((f, g, n, base))
+                base += n
+        self.total_rows = base
+        return out
+
+    def _identity(self) -> dict:
+        """What a state must match: the options that shape the batches, and the files."""
+        import hashlib
+
+        # paths relative to the files' common folder: a moved copy of the data resumes
+        root = os.path.commonpath([os.path.dirname(f) for f in self.files])
+        files = hashlib.sha256()
+        for f, g, n, _ in self._row_groups:
+            files.update(f"{os.path.relpath(self.files[f], root)}\0{g}\0{n}\0".encode())
+        enc = self.tokenizer
+        return {"seq_len": self.seq_len, "batch_size": self.batch_size, "rank": self.rank,
+                "world_size": self.world_size, "shuffle_buffer": self.shuffle_buffer, "seed": self.seed,
+                "strategy": self.strategy, "column": self.column, "eos_id": self.eos_id, "bos_id": self.bos_id,
+                "pad_id": self.pad_id, "long_documents": self.long_documents, "shuffle": self.shuffle,
+                "epochs": self.epochs, "drop_last": self.drop_last, "block_rows": self.block_rows,
+                "dtype": self.dtype, "tokenizer": f"{getattr(enc, 'name', type(enc).__name__)}/{getattr(enc, 'n_vocab', '')}",
+                "source": files.hexdigest()}
+
+    def _share_blocks(self, epoch: int, share: int, shares: int) -> list[tuple[int, int, int, int, int]]:
+        """(file, row group, lo, hi, first global row) of the blocks share `share` reads in `epoch`."""
+        order = np.arange(len(self._row_groups))
+        if self.shuffle:
+            order = np.random.default_rng([self.seed, epoch]).permutation(order)
+        blocks = []
+        for i in order:
+            f, g, n, base = self._row_groups[i]
+            blocks += [(f, g, lo, min(lo + self.block_rows, n), base + lo) for lo in range(0, n, self.block_rows)]
+        a, z = len(blocks) * share // shares, len(blocks) * (share + 1) // shares
+        return blocks[a:z]
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        """Where the next batch starts (with what it belongs to); a plain dict of ints and strings."""
+        epoch, window, rows = self._position
+        share, shares = self._shares or self._default_share()
+        return {"format": list(_MAGIC), "epoch": epoch, "window": window, "rows": rows, "share": share,
+                "shares": shares, "identity": self._identity()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state` (from `state_dict()` of a loader with the same options and files)."""
+        if not isinstance(state, dict) or list(state.get("format", ())) != list(_MAGIC):
+            raise ResumeError(f"not a {_MAGIC[0]} state of version {STATE_VERSION}", "state")
+        mine = self._identity()
+        for k, v in state["identity"].items():
+            if mine.get(k) != v:
+                what = "the files (names, row groups or row counts)" if k == "source" else f"{k}"
+                raise ResumeError(f"the state is from another {what}: {v!r} in the state, {mine.get(k)!r} here", k)
+        self._position = (int(state["epoch"]), int(state["window"]), int(state["rows"]))
+        self._resume_share = (int(state["share"]), int(state["shares"]))
+
+    def _default_share(self) -> tuple[int, int]:
+        worker, workers = _worker()
+        return self.rank * workers + worker, self.world_size * workers
+
+    # ------------------------------------------------------------------ windows
+    def _window(self, reader: _Reader, epoch: int, window: int, share: int, shares: int):
+        """The packed rows of one window (a PackedBatch, rows shuffled) and its doc index rows,
+        or None past the share's end."""
+        blocks = self._share_blocks(epoch, share, shares)
+        sizes = np.array([b[3] - b[2] for b in blocks], dtype=np.int64)
+        cum = np.concatenate([[0], np.cumsum(sizes)])
+        a = window * self.shuffle_buffer
+        if a >= cum[-1]:
+            return None
+        z = min(a + self.shuffle_buffer, int(cum[-1]))
+        texts, rows = reader.read(blocks, cum, a, z)
+        ids = self.tokenizer.encode_arrow(texts, num_threads=self.num_threads)
+        values, starts, counts, valid = _lists(ids)
+        rows = rows[valid]
+        nulls = len(valid) - int(valid.sum()) if valid.dtype == np.bool_ else 0
+        if self.shuffle:
+            rng = np.random.default_rng([self.seed, epoch, share, shares, window])
+            perm = rng.permutation(len(starts))
+            starts, counts, rows = starts[perm], counts[perm], rows[perm]
+        batch = pack_documents(values, starts, counts, self.seq_len, strategy=self.strategy,
+                               eos=-1 if self.eos_id is None else self.eos_id,
+                               bos=-1 if self.bos_id is None else self.bos_id,
+                               split=self.long_documents == "split", pad_id=self.pad_id,
+                               dtype=np.dtype(self.dtype).type, source_rows=rows)
+        order = rng.permutation(len(batch)) if self.shuffle else np.arange(len(batch))
+        return batch, order, nulls
+
+    def __iter__(self) -> Iterator[dict]:
+        share, shares = self._default_share()
+        resume = getattr(self, "_resume_share", None)
+        if resume is not None and resume != (share, shares):
+            raise ResumeError(f"the state is from share {resume[0]} of {resume[1]} (rank x DataLoader worker), this "
+                              f"iteration reads share {share} of {shares}", "shares")
+        self._resume_share = None
+        self._shares = (share, shares)
+        return self._batches(share, shares)
+
+    def _windows(self, share: int, shares: int):
+        """(epoch, window, packed) from the current position on, the next one prepared on a thread."""
+        epoch, window, _ = self._position
+        if self.epochs is not None and epoch >= self.epochs:
+            return
+        reader = _Reader(self.files, self.column)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tltok-loader") as pool:
+            def at(e, w):
+                return pool.submit(self._window, reader, e, w, share, shares)
+
+            pending = at(epoch, window)
+            while True:
+                packed = pending.result()
+                if packed is None:
+                    if self.epochs is not None and epoch + 1 >= self.epochs:
+                        return
+                    if window == 0 and not self._share_blocks(epoch, share, shares):
+                        # this share has no rows (more shares than blocks): nothing in any epoch
+                        return
+                    epoch, window = epoch + 1, 0
+                    pending = at(epoch, window)
+                    continue
+                pending = at(epoch, window + 1)
+                yield epoch, window, packed
+                window += 1
+
+    def _batches(self, share: int, shares: int) -> Iterator[dict]:
+        b, s = self.batch_size, self.seq_len
+        parts = []  # (packed, row indices) making up the next batch
+        have = 0
+        skip = self._position[2]
+        for epoch, window, (packed, order, nulls) in self._windows(share, shares):
+            rows = order[skip:]
+            if not skip:
+                self._count(packed, nulls)
+            skip = 0
+            while len(rows):
+                take = rows[:b - have]
+                rows = rows[b - have:]
+                parts.append((packed, take))
+                have += len(take)
+                if have == b:
+                    done = len(order) - len(rows)
+                    self._position = (epoch, window, done) if len(rows) else (epoch, window + 1, 0)
+                    yield self._assemble(parts)
+                    parts, have = [], 0
+        if parts and not self.drop_last:
+            self.stats["padding_rows"] += b - have
+            parts.append((None, b - have))
+            self._position = (self.epochs, 0, 0)  # the end: a state taken now resumes to no batch
+            yield self._assemble(parts)
+        self._position = (0, 0, 0)  # the next iteration starts over
+        self._shares = None
+
+    def _count(self, packed, nulls: int) -> None:
+        st = self.stats
+        st["documents"] += packed.documents
+        st["null_rows"] += nulls
+        st["split"] += packed.split
+        st["dropped"] += packed.dropped
+        st["tokens"] += packed.tokens
+        st["rows"] += len(packed)
+
+    def _assemble(self, parts) -> dict:
+        """One batch dict from (packed, rows) parts; (None, n): n padding rows."""
+        s = self.seq_len
+        dt = np.dtype(self.dtype)
+        ids, labels, pos, lens, docs = [], [], [], [], []
+        for packed, rows in parts:
+            if packed is None:
+                ids.append(np.full((rows, s), self.pad_id, dtype=dt))
+                labels.append(np.full((rows, s), -100, dtype=dt))
+                pos.append(np.broadcast_to(np.arange(s, dtype=dt), (rows, s)))
+                lens.append(np.full((rows, 1), s, dtype=np.int32))
+                continue
+            ids.append(packed.input_ids[rows])
+            labels.append(packed.labels[rows])
+            pos.append(packed.position_ids[rows])
+            lens.append(packed.seq_lens[rows])
+            if self.return_doc_index:
+                seg = packed.row_segments
+                docs += [packed.doc_index[seg[r]:seg[r + 1]] for r in rows]
+        width = max(x.shape[1] for x in lens)
+        seq_lens = np.zeros((self.batch_size, width), dtype=np.int32)
+        r = 0
+        for x in lens:
+            seq_lens[r:r + len(x), :x.shape[1]] = x
+            r += len(x)
+        runs = seq_lens[seq_lens > 0]
+        cu = np.zeros(len(runs) + 1, dtype=np.int32)
+        np.cumsum(runs, out=cu[1:])
+        out = {"input_ids": np.concatenate(ids), "labels": np.concatenate(labels),
+               "position_ids": np.concatenate(pos), "seq_lens": seq_lens, "cu_seqlens": cu,
+               "max_seqlen": np.int32(runs.max())}
+        if self.return_doc_index:
+            out["doc_index"] = np.concatenate(docs) if docs else np.empty((0, 3), np.int64)
+        return out
+
+
+class _Reader:
+    """Reads rows of the text column, keeping the last row group read (blocks of one row group
+    come one after another)."""
+
+    def __init__(self, files: list[str], column: str):
+        self.files, self.column = files, column
+        self._key = None
+        self._table = None
+
+    def _row_group(self, f: int, g: int):
+        import pyarrow.parquet as pq
+
+        if self._key != (f, g):
+            self._table = pq.ParquetFile(self.files[f]).read_row_group(g, columns=[self.column])
+            self._key = (f, g)
+        return self._table.column(0)
+
+    def read(self, blocks, cum: np.ndarray, a: int, z: int):
+        """(text ChunkedArray, global row ids) of share rows [a, z)."""
+        import pyarrow as pa
+
+        chunks, rows = [], []
+        i = int(np.searchsorted(cum, a, side="right") - 1)
+        while a < z:
+            f, g, lo, hi, base = blocks[i]
+            off = a - int(cum[i])
+            n = min(hi - lo - off, z - a)
+            chunks += self._row_group(f, g).slice(lo + off, n).chunks
+            rows.append(np.arange(base + off, base + off + n, dtype=np.int64))
+            a += n
+            i += 1
+        col = pa.chunked_array(chunks) if chunks else pa.chunked_array([], pa.string())
+        return col, np.concatenate(rows) if rows else np.empty(0, np.int64)
+
+
+def _lists(ids):
+    """(values, starts, counts, valid) of a list column from encode_arrow, null rows left out
+    (valid: the rows kept)."""
+    import pyarrow as pa
+
+    chunks = list(ids.chunks) if isinstance(ids, pa.ChunkedArray) else [ids]
+    values, starts, counts, valid = [], [], [], []
+    shift = 0
+    for c in chunks:
+        off = np.asarray(c.offsets).astype(np.int64)
+        ok = c.is_valid().to_numpy(zero_copy_only=False) if c.null_count else np.ones(len(c), dtype=np.bool_)
+        values.append(c.values.to_numpy())
+        starts.append((off[:-1] + shift)[ok])
+        counts.append(np.diff(off)[ok])
+        valid.append(ok)
+        shift += len(c.values)
+    if not chunks:
+        e = np.empty(0, np.int64)
+        return np.empty(0, np.uint32), e, e, np.empty(0, np.bool_)
+    cat = np.concatenate
+    return (values[0] if len(values) == 1 else cat(values)).astype(np.uint32, copy=False), cat(starts), \
+        cat(counts), cat(valid)
+
+
+def _worker() -> tuple[int, int]:
+    """(id, count) of the torch DataLoader worker running this (0, 1 outside one); torch is never
+    imported here, only asked when the program has imported it."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0, 1
+    info = torch.utils.data.get_worker_info()
+    return (info.id, info.num_workers) if info is not None else (0, 1)
+
+
+def torch_dataset(loader: TokenBatches):
+    """`loader` as a torch `IterableDataset` of dicts of tensors (the batches already batched:
+    use `DataLoader(ds, batch_size=None, num_workers=...)`); each DataLoader worker reads its own
+    share. `state_dict` / `load_state_dict` are the loader's (torchdata's StatefulDataLoader calls
+    them in each worker).
+
+    >>> ds = torch_dataset(loader)  # doctest: +SKIP
+    """
+    import torch
+
+    class _Batches(torch.utils.data.IterableDataset):
+        def __init__(self, batches: TokenBatches):
+            super().__init__()
+            self.batches = batches
+
+        def __iter__(self):
+            for b in self.batches:
+                yield {k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else int(v)
+                       for k, v in b.items()}
+
+        def state_dict(self) -> dict:
+            return self.batches.state_dict()
+
+        def load_state_dict(self, state: dict) -> None:
+            self.batches.load_state_dict(state)
+
+    return _Batches(loader)
