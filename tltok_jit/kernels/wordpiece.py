@@ -1,0 +1,535 @@
+"""WordPiece kernels: BERT normalization, pre-tokenization and greedy longest-match-first, on UTF-8.
+
+One pass over a text's bytes, as `tokenizers` runs a WordPiece tokenizer.json:
+
+1. added tokens (matched on the raw text, leftmost then longest) cut the text into segments;
+2. each character of a segment goes through BertNormalizer's steps in HF's order: clean_text (drop
+   NUL, U+FFFD, control / format / private-use characters; whitespace -> ' '), Chinese characters
+   spaced, accent stripping (NFD, canonical reordering of each run of non-starters, nonspacing marks
+   dropped), then lowercase (one character may become several);
+3. the normalized characters are split into words on whitespace and (mode PRE_BERT) around each
+   punctuation character;
+4. each word is cut greedily into the longest vocabulary token at each position (a `##`-prefixed
+   one after the first), over a double-array trie; a word with more than `max_chars` characters, or
+   with a position no token starts, is one `unk` id.
+
+Tables (`tltok_jit.unicode.bert`, `build_double_array`) are validated where they are built; texts
+are valid UTF-8 (the caller checks column rows). Every write is checked against its buffer: a kernel
+that runs out of room returns NEED_OUT / NEED_PEND and the caller retries with more.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..unicode.bert import CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_DROP, F_MARK, F_PUNCT, F_SPACE, LOW_SHIFT
+from .jit import njit
+
+__all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_WHITESPACE_SPLIT", "build_double_array", "encode_text",
+           "encode_rows", "trie_lookup", "warm"]
+
+NEED_OUT = -1   # the output buffer is full
+NEED_PEND = -2  # a run of combining marks outgrew the reordering buffer
+
+PRE_BERT = 0              # BertPreTokenizer: split on whitespace, isolate punctuation
+PRE_WHITESPACE_SPLIT = 1  # WhitespaceSplit: split on whitespace only
+PRE_NONE = 2              # no pre-tokenizer: a segment is one word
+
+# option bits of `encode_text`
+O_CLEAN = 1
+O_CHINESE = 2
+O_STRIP = 4
+O_LOWER = 8
+
+_EMPTY = -1
+_ROOT = -2
+
+
+# ------------------------------------------------------------------ the vocabulary trie
+
+@njit(cache=True)
+def _grown(a, cap, fill):
+    out = np.full(cap, fill, a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+@njit(cache=True)
+def build_double_array(kbytes, koff, kroot, kval, n_roots):
+    """A double-array trie of the keys kbytes[koff[i]:koff[i + 1]] under root kroot[i] (0..n_roots-1,
+    slot r), ending in value kval[i]; keys sorted by (root, bytes), none empty, none repeated.
+    Returns (base, check, value): the child of node s by byte b is t = base[s] + b when
+    check[t] == s; value[t] >= 0 at a key's end. len(base) >= max(base) + 256 (checked by the caller).
+    A node's children go to the first free slots that fit, found along a list of the free slots."""
+    n_keys = len(kval)
+    cap = max(1024, 2 * (koff[n_keys] - koff[0]) + 512)
+    base = np.zeros(cap, np.int32)
+    check = np.full(cap, _EMPTY, np.int32)
+    value = np.full(cap, -1, np.int32)
+    # the free slots, a doubly linked list in slot order
+    nxt = np.arange(1, cap + 1, dtype=np.int64)
+    prv = np.arange(-1, cap - 1, dtype=np.int64)
+    nxt[cap - 1] = -1
+    head = np.int64(n_roots)
+    tail = np.int64(cap - 1)
+    prv[n_roots] = -1
+    for r in range(n_roots):
+        check[r] = _ROOT
+    stack = np.empty((n_keys + n_roots + 8, 4), np.int64)
+    sp = 0
+    lo = 0
+    for r in range(n_roots):
+        hi = lo
+        while hi < n_keys and kroot[hi] == r:
+            hi += 1
+        stack[sp, 0] = r
+        stack[sp, 1] = lo
+        stack[sp, 2] = hi
+        stack[sp, 3] = 0
+        sp += 1
+        lo = hi
+    labels = np.empty(256, np.int64)
+    starts = np.empty(257, np.int64)
+    while sp > 0:
+        sp -= 1
+        node = stack[sp, 0]
+        lo = stack[sp, 1]
+        hi = stack[sp, 2]
+        d = stack[sp, 3]
+        if lo < hi and koff[lo + 1] - koff[lo] == d:
+            value[node] = kval[lo]  # the key ending here sorts first
+            lo += 1
+        nl = 0
+        for i in range(lo, hi):
+            b = kbytes[koff[i] + d]
+            if nl == 0 or labels[nl - 1] != b:
+                labels[nl] = b
+                starts[nl] = i
+                nl += 1
+        starts[nl] = hi
+        if nl == 0:
+            continue
+        p = head
+        while True:
+            if p < 0 or p - labels[0] + 256 > cap:
+                old = cap
+                cap = 2 * cap
+                base = _grown(base, cap, 0)
+                check = _grown(check, cap, _EMPTY)
+                value = _grown(value, cap, -1)
+                nxt = _grown(nxt, cap, -1)
+                prv = _grown(prv, cap, -1)
+                for s in range(old, cap):
+                    nxt[s] = s + 1 if s + 1 < cap else -1
+                    prv[s] = s - 1
+                if tail >= 0:
+                    nxt[tail] = old
+                    prv[old] = tail
+                else:
+                    head = old
+                    prv[old] = -1
+                tail = cap - 1
+                if p < 0:
+                    p = old
+                continue
+            b0 = p - labels[0]
+            if b0 >= 0:
+                ok = True
+                for k in range(1, nl):
+                    if check[b0 + labels[k]] != _EMPTY:
+                        ok = False
+                        break
+                if ok:
+                    break
+            p = nxt[p]
+        base[node] = b0
+        for k in range(nl):
+            t = b0 + labels[k]
+            check[t] = node
+            a = prv[t]
+            c = nxt[t]
+            if a >= 0:
+                nxt[a] = c
+            else:
+                head = c
+            if c >= 0:
+                prv[c] = a
+            else:
+                tail = a
+            stack[sp, 0] = t
+            stack[sp, 1] = starts[k]
+            stack[sp, 2] = starts[k + 1]
+            stack[sp, 3] = d + 1
+            sp += 1
+    top = 0
+    for s in range(cap):
+        if check[s] != _EMPTY and base[s] > top:
+            top = base[s]
+    size = max(top + 256, n_roots + 256)
+    if size > cap:
+        base = _grown(base, size, 0)
+        check = _grown(check, size, _EMPTY)
+        value = _grown(value, size, -1)
+    return base[:size].copy(), check[:size].copy(), value[:size].copy()
+
+
+@njit(cache=True)
+def trie_lookup(base, check, value, root, key):
+    """The value of `key` under `root` (-1: absent); for tests and load-time checks."""
+    node = root
+    for i in range(len(key)):
+        t = base[node] + key[i]
+        if check[t] != node:
+            return -1
+        node = t
+    return value[node]
+
+
+# ------------------------------------------------------------------ encoding
+
+@njit(inline="always")
+def _info(cp, s1, s2):
+    return s2[(np.int64(s1[cp >> 8]) << 8) | (cp & 255)]
+
+
+@njit(inline="always")
+def _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk, max_chars):
+    """The ids of the word word[:wlen] (wchars characters) appended at out[n:]; the new n or NEED_OUT."""
+    if wchars == 0:
+        return n
+    if wchars > max_chars:
+        if n >= cap:
+            return NEED_OUT
+        out[n] = unk
+        return n + 1
+    n0 = n
+    start = 0
+    root = root_a
+    while start < wlen:
+        node = root
+        best = -1
+        bid = -1
+        i = start
+        while i < wlen:
+            t = base[node] + word[i]
+            if check[t] != node:
+                break
+            node = t
+            v = value[t]
+            if v >= 0:
+                best = i + 1
+                bid = v
+            i += 1
+        if best < 0:
+            if n0 >= cap:
+                return NEED_OUT
+            out[n0] = unk
+            return n0 + 1
+        if n >= cap:
+            return NEED_OUT
+        out[n] = bid
+        n += 1
+        start = best
+        root = root_b
+    return n
+
+
+@njit(inline="always")
+def _put_utf8(word, at, cp):
+    if cp < 0x80:
+        word[at] = cp
+        return at + 1
+    if cp < 0x800:
+        word[at] = 0xC0 | (cp >> 6)
+        word[at + 1] = 0x80 | (cp & 63)
+        return at + 2
+    if cp < 0x10000:
+        word[at] = 0xE0 | (cp >> 12)
+        word[at + 1] = 0x80 | ((cp >> 6) & 63)
+        word[at + 2] = 0x80 | (cp & 63)
+        return at + 3
+    word[at] = 0xF0 | (cp >> 18)
+    word[at + 1] = 0x80 | ((cp >> 12) & 63)
+    word[at + 2] = 0x80 | ((cp >> 6) & 63)
+    word[at + 3] = 0x80 | (cp & 63)
+    return at + 4
+
+
+@njit(inline="always")
+def _emit(cp, flags, st, word, out, cap, base, check, value, root_a, root_b, unk, max_chars, pre_mode):
+    """One normalized character into the pre-tokenizer: st = [n, wlen, wchars]. False: out is full."""
+    if (flags & F_SPACE) and pre_mode != PRE_NONE:
+        n = _word(word, st[1], st[2], out, st[0], cap, base, check, value, root_a, root_b, unk, max_chars)
+        st[1] = 0
+        st[2] = 0
+        if n < 0:
+            return False
+        st[0] = n
+        return True
+    if pre_mode == PRE_BERT and (flags & F_PUNCT):
+        n = _word(word, st[1], st[2], out, st[0], cap, base, check, value, root_a, root_b, unk, max_chars)
+        if n < 0:
+            return False
+        k = _put_utf8(word, 0, cp)
+        n = _word(word, k, 1, out, n, cap, base, check, value, root_a, root_b, unk, max_chars)
+        st[1] = 0
+        st[2] = 0
+        if n < 0:
+            return False
+        st[0] = n
+        return True
+    if st[2] < max_chars:  # a longer word is unk whatever its characters: they are only counted
+        st[1] = _put_utf8(word, st[1], cp)
+    st[2] += 1
+    return True
+
+
+@njit(inline="always")
+def _normalized(cp, inf, opts, s1, s2, seq, seq_off, st, word, out, cap, base, check, value, root_a, root_b,
+                unk, max_chars, pre_mode):
+    """A character after NFD and reordering: accent stripping's mark filter, then lowercase."""
+    if (opts & O_STRIP) and (inf & F_MARK):
+        return True
+    if opts & O_LOWER:
+        e = (inf >> np.uint64(LOW_SHIFT)) & np.uint64(ENTRY_MASK)
+        if e != 0:
+            for k in range(seq_off[e], seq_off[e + 1]):
+                x = np.int64(seq[k])
+                if not _emit(x, _info(x, s1, s2), st, word, out, cap, base, check, value, root_a, root_b, unk,
+                             max_chars, pre_mode):
+                    return False
+            return True
+    return _emit(cp, inf, st, word, out, cap, base, check, value, root_a, root_b, unk, max_chars, pre_mode)
+
+
+@njit(cache=True)
+def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_off, base, check, value, root_a,
+                root_b, unk, max_chars, pre_mode, opts, add_first, add_bytes, add_off, add_ids):
+    """The ids of the valid UTF-8 text buf[lo:hi] written to out[out_lo:out_cap]; returns their number,
+    or NEED_OUT / NEED_PEND. `pend` (int64, >= 1) holds a run of non-starters being reordered; `word`
+    (uint8) holds 4 * max_chars + 4 bytes. Added token k is add_bytes[add_off[k]:add_off[k + 1]] with id
+    add_ids[k]; add_first[b] is nonzero when one starts with byte b."""
+    st = np.zeros(3, np.int64)
+    st[0] = out_lo
+    cap = out_cap
+    n_pend = 0
+    n_add = len(add_ids)
+    pcap = len(pend)
+    q = np.empty(4, np.int64)
+    i = lo
+    b = 0
+    while i <= hi:
+        if i < hi:
+            b = buf[i]
+            # an added token here (leftmost, then longest) ends the segment
+            if add_first[b] != 0:
+                best = -1
+                blen = 0
+                for k in range(n_add):
+                    a0 = add_off[k]
+                    m = add_off[k + 1] - a0
+                    if m <= blen or i + m > hi or add_bytes[a0] != b:
+                        continue
+                    same = True
+                    for j in range(1, m):
+                        if buf[i + j] != add_bytes[a0 + j]:
+                            same = False
+                            break
+                    if same:
+                        best = k
+                        blen = m
+                if best < 0:
+                    seg_end = False
+                else:
+                    seg_end = True
+            else:
+                seg_end = False
+                best = -1
+                blen = 0
+        else:
+            seg_end = True
+            best = -1
+            blen = 0
+        if seg_end:
+            # flush the reordered marks, then the word
+            for k in range(n_pend):
+                x = pend[k] & 0x1FFFFF
+                if not _normalized(x, _info(x, s1, s2), opts, s1, s2, seq, seq_off, st, word, out, cap, base, check,
+                                   value, root_a, root_b, unk, max_chars, pre_mode):
+                    return NEED_OUT
+            n_pend = 0
+            n = _word(word, st[1], st[2], out, st[0], cap, base, check, value, root_a, root_b, unk, max_chars)
+            if n < 0:
+                return NEED_OUT
+            st[0] = n
+            st[1] = 0
+            st[2] = 0
+            if i == hi:
+                break
+            if n >= cap:
+                return NEED_OUT
+            out[n] = add_ids[best]
+            st[0] = n + 1
+            i += blen
+            continue
+        # one character
+        if b < 0x80:
+            cp = np.int64(b)
+            i += 1
+        elif b < 0xE0:
+            cp = (np.int64(b & 0x1F) << 6) | (buf[i + 1] & 0x3F)
+            i += 2
+        elif b < 0xF0:
+            cp = (np.int64(b & 0x0F) << 12) | (np.int64(buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+            i += 3
+        else:
+            cp = ((np.int64(b & 0x07) << 18) | (np.int64(buf[i + 1] & 0x3F) << 12)
+                  | (np.int64(buf[i + 2] & 0x3F) << 6) | (buf[i + 3] & 0x3F))
+            i += 4
+        inf = _info(cp, s1, s2)
+        if opts & O_CLEAN:
+            if inf & F_DROP:
+                continue
+            if inf & F_SPACE:
+                cp = 32
+                inf = _info(cp, s1, s2)
+        nq = 0
+        if (opts & O_CHINESE) and (inf & F_CJK):
+            q[0] = 32
+            q[1] = cp
+            q[2] = 32
+            nq = 3
+        else:
+            q[0] = cp
+            nq = 1
+        for qi in range(nq):
+            c = q[qi]
+            ci = _info(c, s1, s2) if (nq == 3 and qi != 1) else inf
+            if not (opts & O_STRIP):
+                if not _normalized(c, ci, opts, s1, s2, seq, seq_off, st, word, out, cap, base, check, value, root_a,
+                                   root_b, unk, max_chars, pre_mode):
+                    return NEED_OUT
+                continue
+            # NFD, then canonical ordering: non-starters wait in `pend` (sorted by class, stable)
+            e = (ci >> np.uint64(DEC_SHIFT)) & np.uint64(ENTRY_MASK)
+            if e != 0:
+                d0 = seq_off[e]
+                d1 = seq_off[e + 1]
+            else:
+                d0 = 0
+                d1 = 1
+            for dk in range(d0, d1):
+                x = np.int64(seq[dk]) if e != 0 else c
+                xi = _info(x, s1, s2) if e != 0 else ci
+                ccc = np.int64((xi >> np.uint64(CCC_SHIFT)) & np.uint64(255))
+                if ccc == 0:
+                    for k in range(n_pend):
+                        y = pend[k] & 0x1FFFFF
+                        if not _normalized(y, _info(y, s1, s2), opts, s1, s2, seq, seq_off, st, word, out, cap, base,
+                                           check, value, root_a, root_b, unk, max_chars, pre_mode):
+                            return NEED_OUT
+                    n_pend = 0
+                    if not _normalized(x, xi, opts, s1, s2, seq, seq_off, st, word, out, cap, base, check, value,
+                                       root_a, root_b, unk, max_chars, pre_mode):
+                        return NEED_OUT
+                else:
+                    if n_pend >= pcap:
+                        return NEED_PEND
+                    key = (ccc << 21) | x
+                    j = n_pend
+                    while j > 0 and (pend[j - 1] >> 21) > ccc:
+                        pend[j] = pend[j - 1]
+                        j -= 1
+                    pend[j] = key
+                    n_pend += 1
+    return st[0] - out_lo
+
+
+@njit(cache=True)
+def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, pend, word, s1, s2, seq,
+                seq_off, base, check, value, root_a, root_b, unk, max_chars, pre_mode, opts, add_first, add_bytes,
+                add_off, add_ids):
+    """Rows row_lo..row_hi-1 of a text column: row r's ids at out[ro[r]:ro[r + 1]] (its region), their
+    number in counts[r]; status[r] = 0, or 1 (not valid UTF-8), 2 (the region or `pend` is too small):
+    such rows are left to the caller. `pend` and `word` are this worker's."""
+    for r in range(row_lo, row_hi):
+        counts[r] = 0
+        status[r] = 0
+        if not valid[r]:
+            continue
+        data = bufs[rbuf[r]]
+        s = rstart[r]
+        e = s + rlen[r]
+        if not _valid_utf8(data, s, e):
+            status[r] = 1
+            continue
+        k = encode_text(data, s, e, out, ro[r], ro[r + 1], pend, word, s1, s2, seq, seq_off, base, check, value,
+                        root_a, root_b, unk, max_chars, pre_mode, opts, add_first, add_bytes, add_off, add_ids)
+        if k < 0:
+            status[r] = 2
+        else:
+            counts[r] = k
+
+
+@njit(inline="always")
+def _valid_utf8(buf, lo, hi):
+    """buf[lo:hi] is well-formed UTF-8 (no surrogates, overlongs or values past U+10FFFF)."""
+    i = lo
+    while i < hi:
+        b = buf[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if b < 0xC2:
+            return False
+        if b < 0xE0:
+            if i + 1 >= hi or (buf[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+            continue
+        if b < 0xF0:
+            if i + 2 >= hi or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80:
+                return False
+            if b == 0xE0 and buf[i + 1] < 0xA0:
+                return False
+            if b == 0xED and buf[i + 1] >= 0xA0:
+                return False
+            i += 3
+            continue
+        if b > 0xF4 or i + 3 >= hi:
+            return False
+        if (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80 or (buf[i + 3] & 0xC0) != 0x80:
+            return False
+        if b == 0xF0 and buf[i + 1] < 0x90:
+            return False
+        if b == 0xF4 and buf[i + 1] >= 0x90:
+            return False
+        i += 4
+    return True
+
+
+@njit(cache=True)
+def compact(out, ro, counts, new_off):
+    """Move each row's ids from its region out[ro[r]:] to the front, back to back; new_off gets the
+    row offsets (len(counts) + 1); returns the number of ids."""
+    n = len(counts)
+    w = 0
+    new_off[0] = 0
+    for r in range(n):
+        s = ro[r]
+        c = counts[r]
+        if s != w:
+            for k in range(c):
+                out[w + k] = out[s + k]
+        w += c
+        new_off[r + 1] = w
+    return w
+
+
+def warm() -> None:
+    """Compile (or load) every kernel here once, with the argument types production passes."""
+    from ..kinds.wordpiece import _tiny_tokenizer
+
+    tok = _tiny_tokenizer()
+    tok.encode("Héllo, 世界!")
+    tok.count_arrow_rows(["a b", None, ""])

@@ -1,0 +1,384 @@
+"""WordPiece tokenizer.json files (the BERT family): `tltok_jit.from_file` returns a `WordPieceTokenizer`.
+
+`encode(text)` gives the ids of `tokenizers.Tokenizer.encode(text, add_special_tokens=False).ids`
+(every id: no truncation, no padding, whatever the file says); `add_special_tokens=True` adds the
+post-processor's single template. Added tokens are matched in the text, as HF does. `decode` is
+`Tokenizer.decode(ids)` (special tokens skipped, the WordPiece decoder's rules). The work runs in
+`tltok_jit.kernels.wordpiece`; batches and Arrow columns run rows in parallel with the same ids for
+any thread count. `encode_batch_padded` (`kinds.wordpiece_padded`) gives fixed-shape batches of
+single texts or pairs, with the file's own truncation and padding when the call gives none.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import TokenizerFileError
+from ..kernels import wordpiece as K
+from ..loaders.hf_wordpiece import WordPieceModel, read_wordpiece_json
+from ..tokenizer import Tokenizer
+from ..unicode.bert import bert_tables
+
+__all__ = ["WordPieceTokenizer"]
+
+PEND = 64         # non-starters a worker reorders at once (a longer run goes to the single-text path)
+REGION_SLACK = 8  # ids a row's output region holds beyond one per byte
+MIN_PARALLEL_BYTES = 64 * 1024
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
+def _trie(vocab: dict[str, int], prefix: str) -> tuple:
+    """(base, check, value, root_a, root_b): every token under root 0, the tokens that start with
+    `prefix` (the prefix cut off) under root 1."""
+    keys = []
+    for s, i in vocab.items():
+        b = s.encode("utf-8")
+        keys.append((0, b, i))
+        if s.startswith(prefix) and len(s) > len(prefix):
+            keys.append((1, b[len(prefix.encode("utf-8")):], i))
+    keys.sort(key=lambda k: (k[0], k[1]))
+    kb = np.frombuffer(b"".join(k[1] for k in keys), np.uint8)
+    koff = np.zeros(len(keys) + 1, np.int64)
+    np.cumsum([len(k[1]) for k in keys], out=koff[1:])
+    kroot = np.array([k[0] for k in keys], np.int64)
+    kval = np.array([k[2] for k in keys], np.int64)
+    base, check, value = K.build_double_array(_ro(kb), _ro(koff), _ro(kroot), _ro(kval), np.int64(2))
+    n = len(base)
+    used = check >= 0
+    if (len(check) != n or len(value) != n or int(base.min()) < 0 or int(base.max()) + 256 > n
+            or int(check.max()) >= n or (used & (value >= 2**31 - 1)).any()):
+        raise TokenizerFileError("internal error: the vocabulary trie failed its checks")
+    return _ro(base), _ro(check), _ro(value), np.int64(0), np.int64(1)
+
+
+def _added(tokens) -> tuple:
+    """(first-byte table, bytes, offsets, ids) of the added tokens matched in text."""
+    first = np.zeros(256, np.uint8)
+    enc = [t.content.encode("utf-8") for t in tokens]
+    for b in enc:
+        first[b[0]] = 1
+    off = np.zeros(len(enc) + 1, np.int64)
+    np.cumsum([len(b) for b in enc], out=off[1:])
+    data = np.frombuffer(b"".join(enc) or b"\0", np.uint8)
+    return _ro(first), _ro(data), _ro(off), _ro(np.array([t.id for t in tokens], np.int64))
+
+
+def _decode_cleanup(s: str) -> str:
+    return (s.replace(" .", ".").replace(" ?", "?").replace(" !", "!").replace(" ,", ",").replace(" ' ", "'")
+            .replace(" n't", "n't").replace(" 'm", "'m").replace(" do not", " don't").replace(" 's", "'s")
+            .replace(" 've", "'ve").replace(" 're", "'re"))
+
+
+class _Workers:
+    """Per-worker scratch buffers of the kernels."""
+
+    def __init__(self, word_bytes: int):
+        self.word_bytes = word_bytes
+        self.pend: list[np.ndarray] = []
+        self.word: list[np.ndarray] = []
+
+    def get(self, n: int):
+        while len(self.pend) < n:
+            self.pend.append(np.empty(PEND, np.int64))
+            self.word.append(np.empty(self.word_bytes, np.uint8))
+        return self.pend, self.word
+
+
+def _on_threads(n: int, work) -> None:
+    if n <= 1:
+        work(0)
+        return
+    errors = []
+
+    def run(w):
+        try:
+            work(w)
+        except BaseException as e:  # noqa: BLE001 - raised on the calling thread
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(w,)) for w in range(1, n)]
+    for t in ts:
+        t.start()
+    run(0)
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _threads(num_threads: int | None) -> int:
+    import numba
+
+    limit = numba.config.NUMBA_NUM_THREADS
+    if num_threads is None or num_threads <= 0:
+        return limit
+    return min(int(num_threads), limit)
+
+
+class WordPieceTokenizer(Tokenizer):
+    """A WordPiece tokenizer.json; see the module docstring."""
+
+    kind = "huggingface"
+
+    def __init__(self, model: WordPieceModel):
+        self.model = model
+        self.name = model.name
+        self.vocab_size = len(model.id_to_token)
+        self.special_ids = model.special_ids
+        t = bert_tables()
+        nrm = model.normalizer
+        opts = 0
+        if nrm is not None:
+            opts = ((K.O_CLEAN if nrm.clean_text else 0) | (K.O_CHINESE if nrm.handle_chinese_chars else 0)
+                    | (K.O_STRIP if nrm.strip_accents else 0) | (K.O_LOWER if nrm.lowercase else 0))
+        base, check, value, root_a, root_b = _trie(model.vocab, model.prefix)
+        # added tokens are matched on the raw text (normalized ones are refused with a normalizer;
+        # without one both match the same text)
+        self._kargs = (t.stage1, t.stage2, t.seq, t.seq_off, base, check, value, root_a, root_b,
+                       np.int64(model.unk_id), np.int64(model.max_chars), np.int64(model.pre_mode), np.int64(opts),
+                       *_added(model.added))
+        self._word_bytes = 4 * model.max_chars + 8
+        self._local = threading.local()
+        self._workers = _Workers(self._word_bytes)
+        self._lock = threading.Lock()
+        tpl = model.template
+        self._prefix_ids: tuple = ()
+        self._suffix_ids: tuple = ()
+        if tpl is not None:
+            k = next(n for n, p in enumerate(tpl.single) if p[0] == "A")
+            self._prefix_ids = tuple(i for p in tpl.single[:k] for i in p[1])
+            self._suffix_ids = tuple(i for p in tpl.single[k + 1:] for i in p[1])
+
+    @classmethod
+    def from_file(cls, path, config=None, *, name: str | None = None) -> "WordPieceTokenizer":
+        return cls(read_wordpiece_json(path, config, name=name))
+
+    def __reduce__(self):
+        return WordPieceTokenizer, (self.model,)
+
+    # ------------------------------------------------------------------ encode
+    def _scratch(self):
+        loc = self._local
+        if not hasattr(loc, "pend"):
+            loc.pend = np.empty(PEND, np.int64)
+            loc.word = np.empty(self._word_bytes, np.uint8)
+        return loc
+
+    def _encode_bytes(self, buf: np.ndarray) -> np.ndarray:
+        loc = self._scratch()
+        n = len(buf)
+        cap = n + 16
+        pend = loc.pend
+        while True:
+            out = np.empty(cap, np.uint32)
+            k = K.encode_text(buf, np.int64(0), np.int64(n), out, np.int64(0), np.int64(cap), pend, loc.word,
+                              *self._kargs)
+            if k >= 0:
+                return out[:k]
+            if k == K.NEED_OUT:
+                cap *= 2
+            else:
+                pend = np.empty(n + 8, np.int64)
+
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
+        """`encode` as a uint32 array."""
+        ids = self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8))
+        if add_special_tokens and (self._prefix_ids or self._suffix_ids):
+            ids = np.concatenate([np.array(self._prefix_ids, np.uint32), ids, np.array(self._suffix_ids, np.uint32)])
+        return ids
+
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        """The ids of `text` (tokenizers' `encode(text, add_special_tokens=...).ids` without the file's
+        truncation and padding)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        return self.encode_to_numpy(text, add_special_tokens=add_special_tokens).tolist()
+
+    def count(self, text: str) -> int:
+        return len(self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8)))
+
+    def _run_rows(self, bufs, rbuf, rstart, rlen, valid, threads: int, slack: int = REGION_SLACK):
+        """(ids uint32, offsets int64 [n + 1], status): every valid row encoded; rows the kernel left
+        (status 1: invalid UTF-8, 2: out of room) have no ids here and status set."""
+        n = len(rlen)
+        caps = np.where(valid, rlen + slack, 0)
+        ro = np.zeros(n + 1, np.int64)
+        np.cumsum(caps, out=ro[1:])
+        out = np.empty(max(int(ro[-1]), 1), np.uint32)
+        counts = np.empty(n, np.int64)
+        status = np.zeros(n, np.uint8)
+        total = int(rlen.sum())
+        if total < MIN_PARALLEL_BYTES:
+            threads = 1
+        threads = max(1, min(threads, n))
+        cum = np.cumsum(rlen + 16)
+        cuts = np.searchsorted(cum, (np.arange(1, threads) * (int(cum[-1]) if n else 0)) // threads, side="right")
+        bounds = np.concatenate(([0], cuts, [n])).astype(np.int64)
+        args = (bufs, _ro(rbuf), _ro(rstart), _ro(rlen), _ro(valid), _ro(ro), out, counts, status)
+        with self._lock:
+            pends, words = self._workers.get(threads)
+
+            def work(w: int) -> None:
+                K.encode_rows(bounds[w], bounds[w + 1], *args, pends[w], words[w], *self._kargs)
+
+            _on_threads(threads, work)
+        off = np.empty(n + 1, np.int64)
+        m = int(K.compact(out, ro, counts, off))
+        return out[:m], off, status
+
+    def _fix_rows(self, ids, off, status, row_text):
+        """Rows with a status: encoded on the single-text path (`row_text(r)` gives the text)."""
+        redo = np.flatnonzero(status).tolist()
+        if not redo:
+            return ids, off
+        fixed = {r: self._encode_bytes(np.frombuffer(row_text(r, int(status[r])).encode("utf-8"), np.uint8))
+                 for r in redo}
+        lens = np.diff(off)
+        parts = []
+        prev = 0
+        for r in redo:
+            parts.append(ids[off[prev]:off[r]])
+            parts.append(fixed[r])
+            lens[r] = len(fixed[r])
+            prev = r + 1
+        parts.append(ids[off[prev]:off[-1]])
+        new_off = np.zeros(len(off), np.int64)
+        np.cumsum(lens, out=new_off[1:])
+        return np.concatenate(parts).astype(np.uint32), new_off
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int | None = None
+                              ) -> tuple[np.ndarray, np.ndarray]:
+        """(ids uint32, offsets int64): text r's ids are ids[offsets[r]:offsets[r + 1]]."""
+        from numba.typed import List as TypedList
+
+        enc = []
+        for r, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"texts[{r}] must be a str, not {type(t).__name__}")
+            enc.append(t.encode("utf-8"))
+        n = len(enc)
+        lens = np.fromiter(map(len, enc), np.int64, count=n)
+        start = np.zeros(n, np.int64)
+        if n:
+            np.cumsum(lens[:-1], out=start[1:])
+        data = np.frombuffer(b"".join(enc) or b"\0", np.uint8)
+        bufs = TypedList()
+        bufs.append(data)
+        ids, off, status = self._run_rows(bufs, np.zeros(n, np.int64), start, lens, np.ones(n, bool),
+                                          _threads(num_threads))
+        return self._fix_rows(ids, off, status, lambda r, s: texts[r])
+
+    def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False,
+                     num_threads: int | None = None) -> list[list[int]]:
+        """`encode` of each text; rows in parallel (num_threads None or 0: every core)."""
+        ids, off = self.encode_batch_to_numpy(texts, num_threads=num_threads)
+        flat = ids.tolist()
+        o = off.tolist()
+        if add_special_tokens:
+            pre, suf = list(self._prefix_ids), list(self._suffix_ids)
+            return [pre + flat[o[r]:o[r + 1]] + suf for r in range(len(o) - 1)]
+        return [flat[o[r]:o[r + 1]] for r in range(len(o) - 1)]
+
+    # ------------------------------------------------------------------ Arrow columns
+    def _column_chunk(self, col, row_base: int, threads: int, errors: str, counting: bool):
+        from .columns import replaced_text
+
+        if col.n == 0:
+            return (np.zeros(0, np.int64), col.valid) if counting else (np.zeros(0, np.uint32),
+                                                                        np.zeros(1, np.int64), col.valid)
+        ids, off, status = self._run_rows(col.typed_bufs(), col.rbuf, col.rstart, col.rlen, col.valid, threads)
+
+        def text(r: int, s: int) -> str:
+            data = col.row_bytes(r)
+            return replaced_text(data, errors, row_base + r) if s == 1 else data.decode("utf-8")
+
+        ids, off = self._fix_rows(ids, off, status, text)
+        if counting:
+            return np.diff(off), col.valid
+        return ids, off, col.valid
+
+    def encode_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace",
+                     large_list: bool | None = None):
+        """`encode` of every row of a text column: list<uint32> (large_list<uint32> past 2**31 - 1 ids or
+        with large_list=True), nulls stay null, chunks kept; rows in parallel, the same ids for any
+        thread count. A row that is not valid UTF-8 is encoded as `row.decode("utf-8", "replace")`
+        (errors="replace") or raises ArrowRowError naming the row (errors="strict")."""
+        from . import columns as C
+
+        C.check_errors(errors)
+        threads = _threads(num_threads)
+        return C.text_columns(column, lambda col, base: self._column_chunk(col, base, threads, errors, False),
+                              lambda res, chunked: C.assemble_ids(res, chunked, large_list))
+
+    def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
+        """The number of ids of every row (int64, nulls stay null), as `encode_arrow` counts them."""
+        from . import columns as C
+
+        C.check_errors(errors)
+        threads = _threads(num_threads)
+        return C.text_columns(column, lambda col, base: self._column_chunk(col, base, threads, errors, True),
+                              C.assemble_counts)
+
+    def decode_arrow(self, column, *, errors: str = "replace", num_threads: int | None = None):
+        """`decode` of every row of a list<integer> column: large_string, nulls stay null."""
+        from . import columns as C
+
+        C.check_errors(errors)
+
+        def decode_chunk(col, row_base: int):
+            o = col.offsets.tolist()
+            flat = col.ids.tolist()
+            return C.strings_array([self._decode_checked(flat[o[r]:o[r + 1]]) if col.valid[r] else None
+                                    for r in range(len(col.valid))], col.valid)
+
+        return C.id_columns(column, self.vocab_size, decode_chunk)
+
+    # ------------------------------------------------------------------ decode
+    def _decode_checked(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        table = self.model.id_to_token
+        special = self.special_ids if skip_special_tokens else frozenset()
+        tokens = [table[i] for i in ids if i not in special and table[i] is not None]
+        dec = self.model.decoder
+        if dec is None:
+            return " ".join(tokens)
+        prefix, cleanup = dec
+        out = []
+        for n, tok in enumerate(tokens):
+            if n:
+                tok = tok[len(prefix):] if tok.startswith(prefix) else " " + tok
+            out.append(_decode_cleanup(tok) if cleanup else tok)
+        return "".join(out)
+
+    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
+        """tokenizers' `decode(ids, skip_special_tokens=...)`."""
+        return self._decode_checked(self.check_ids(ids), skip_special_tokens)
+
+    def id_to_token(self, i: int) -> str | None:
+        return self.model.id_to_token[i] if 0 <= i < self.vocab_size else None
+
+    def token_to_id(self, token: str) -> int | None:
+        i = self.model.vocab.get(token)
+        if i is None:
+            i = next((t.id for t in self.model.added if t.content == token), None)
+        return i
+
+    # ------------------------------------------------------------------ fixed-shape batches
+    def encode_batch_padded(self, texts, pairs=None, **kwargs):
+        """A `tltok_jit.padding.PaddedBatch` of single texts or (with `pairs`) text pairs; see
+        `kinds.wordpiece_padded.encode_batch_padded`."""
+        from .wordpiece_padded import encode_batch_padded
+
+        return encode_batch_padded(self, texts, pairs, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<WordPieceTokenizer {self.name!r} vocab_size={self.vocab_size}>"

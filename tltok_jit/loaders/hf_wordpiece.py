@@ -1,0 +1,344 @@
+"""Hugging Face `tokenizer.json` files with a WordPiece model (the BERT family) -> `WordPieceModel`.
+
+Supported subset (anything else is refused with `UnsupportedTokenizerError` naming the JSON field):
+
+* model: `WordPiece` with `unk_token` (in the vocabulary), `continuing_subword_prefix` (any string,
+  "" included), `max_input_chars_per_word` (0 .. 2**20).
+* normalizer: null or `BertNormalizer` with any `clean_text`, `handle_chinese_chars`, `strip_accents`
+  (null: follows `lowercase`, as HF) and `lowercase`.
+* pre_tokenizer: `BertPreTokenizer`, `WhitespaceSplit`, or null (the whole text one word).
+* post_processor: null, `TemplateProcessing` (single and pair templates), `BertProcessing`.
+* decoder: `WordPiece` (prefix, cleanup) or null (tokens joined by spaces, as HF).
+* added_tokens: `special`; `normalized` true only without a normalizer; `lstrip` / `rstrip` /
+  `single_word` true are refused. Ids are assigned as `tokenizers` assigns them (hf_json's rules).
+* truncation (`max_length`, `stride`, `strategy`, `direction`) and padding (`BatchLongest` or
+  `Fixed`, `direction`, `pad_to_multiple_of`, `pad_id`, `pad_type_id`) are kept: they apply to
+  `encode_batch_padded` when the call gives none, as `tokenizers`' `encode_batch` applies them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..errors import TokenizerFileError, UnsupportedTokenizerError
+from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_WHITESPACE_SPLIT
+from .hf_json import _AddedVocab, _added_token, _assign_ids, _check_vocab_ids, _config_added, _load_json, _shown
+
+__all__ = ["BertNormalizerSpec", "Padding", "PRE_NONE", "Template", "Truncation", "WordPieceModel",
+           "is_wordpiece_file", "read_wordpiece_json"]
+
+MAX_WORD_CHARS = 1 << 20
+
+
+@dataclass(frozen=True)
+class BertNormalizerSpec:
+    clean_text: bool
+    handle_chinese_chars: bool
+    strip_accents: bool  # resolved: null follows lowercase
+    lowercase: bool
+
+
+@dataclass(frozen=True)
+class Template:
+    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id)."""
+
+    single: tuple
+    pair: tuple
+
+    def added(self, pair: bool) -> int:
+        return sum(len(ids) for kind, ids, _t in (self.pair if pair else self.single) if kind == "ids")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    max_length: int
+    stride: int
+    strategy: str   # longest_first, only_first, only_second
+    direction: str  # right, left
+
+
+@dataclass(frozen=True)
+class Padding:
+    length: int | None  # Fixed length, None: BatchLongest
+    direction: str
+    pad_to_multiple_of: int | None
+    pad_id: int
+    pad_type_id: int
+
+
+@dataclass
+class WordPieceModel:
+    """A WordPiece tokenizer.json, read and checked (see the module docstring)."""
+
+    source: str
+    name: str
+    vocab: dict[str, int]
+    unk_id: int
+    prefix: str
+    max_chars: int
+    normalizer: BertNormalizerSpec | None
+    pre_mode: int
+    added: list = field(default_factory=list)
+    template: Template | None = None
+    decoder: tuple[str, bool] | None = None  # (prefix, cleanup); None: joined by spaces
+    truncation: Truncation | None = None
+    padding: Padding | None = None
+    id_to_token: list = field(default_factory=list)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return frozenset(t.id for t in self.added if t.special)
+
+
+def is_wordpiece_file(path) -> bool:
+    """Whether `path` is a tokenizer.json whose model is WordPiece (False for anything unreadable:
+    the BPE loader then reports it)."""
+    try:
+        with open(os.fspath(path), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    if b'"WordPiece"' not in raw:
+        return False
+    try:
+        d = _load_json(path)
+    except TokenizerFileError:
+        return False
+    return isinstance(d, dict) and isinstance(d.get("model"), dict) and d["model"].get("type") == "WordPiece"
+
+
+def _bool(obj: dict, key: str, where: str, fieldname: str, default=None) -> bool:
+    v = obj.get(key, default)
+    if not isinstance(v, bool):
+        raise TokenizerFileError(f"{where}: {fieldname}.{key} must be true or false, got {_shown(v)}")
+    return v
+
+
+def _count(v, where: str, fieldname: str, least: int = 0, most: int | None = None) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < least or (most is not None and v > most):
+        bound = f"{least}.." + (str(most) if most is not None else "")
+        raise TokenizerFileError(f"{where}: {fieldname} must be an integer in {bound}, got {_shown(v)}")
+    return v
+
+
+def _normalizer(obj, where: str) -> BertNormalizerSpec | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, dict) or obj.get("type") != "BertNormalizer":
+        raise UnsupportedTokenizerError(where, "normalizer.type", obj.get("type") if isinstance(obj, dict) else obj,
+                                        "WordPiece files: BertNormalizer or null")
+    known = {"type", "clean_text", "handle_chinese_chars", "strip_accents", "lowercase"}
+    extra = sorted(set(obj) - known)
+    if extra:
+        raise UnsupportedTokenizerError(where, f"normalizer.{extra[0]}", obj[extra[0]])
+    lower = _bool(obj, "lowercase", where, "normalizer", True)
+    strip = obj.get("strip_accents")
+    if strip is not None and not isinstance(strip, bool):
+        raise TokenizerFileError(f"{where}: normalizer.strip_accents must be true, false or null, got {_shown(strip)}")
+    return BertNormalizerSpec(clean_text=_bool(obj, "clean_text", where, "normalizer", True),
+                              handle_chinese_chars=_bool(obj, "handle_chinese_chars", where, "normalizer", True),
+                              strip_accents=lower if strip is None else strip, lowercase=lower)
+
+
+def _pre_tokenizer(obj, where: str) -> int:
+    if obj is None:
+        return PRE_NONE
+    t = obj.get("type") if isinstance(obj, dict) else obj
+    if t == "BertPreTokenizer":
+        return PRE_BERT
+    if t == "WhitespaceSplit":
+        return PRE_WHITESPACE_SPLIT
+    raise UnsupportedTokenizerError(where, "pre_tokenizer.type", t,
+                                    "WordPiece files: BertPreTokenizer, WhitespaceSplit or null")
+
+
+def _special_ids(name, specials: dict, known: set, where: str, fieldname: str) -> tuple:
+    entry = specials.get(name)
+    if not isinstance(entry, dict) or not isinstance(entry.get("ids"), list):
+        raise TokenizerFileError(f"{where}: {fieldname} names special token {name!r}, which "
+                                 "post_processor.special_tokens does not define")
+    ids = tuple(entry["ids"])
+    for i in ids:
+        if not isinstance(i, int) or isinstance(i, bool) or i not in known:
+            raise TokenizerFileError(f"{where}: post_processor.special_tokens[{name!r}] has id {_shown(i)}, "
+                                     "which is no token")
+    return ids
+
+
+def _template_pieces(items, specials, known, where: str, fieldname: str, allowed: str) -> tuple:
+    if not isinstance(items, list):
+        raise TokenizerFileError(f"{where}: {fieldname} must be a list")
+    out = []
+    for k, it in enumerate(items):
+        f = f"{fieldname}[{k}]"
+        if not isinstance(it, dict) or len(it) != 1:
+            raise TokenizerFileError(f"{where}: {f} must be {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}")
+        (kind, body), = it.items()
+        if not isinstance(body, dict):
+            raise TokenizerFileError(f"{where}: {f}.{kind} must be an object")
+        type_id = _count(body.get("type_id", 0), where, f"{f}.{kind}.type_id", 0, 2**32 - 1)
+        if kind == "SpecialToken":
+            out.append(("ids", _special_ids(body.get("id"), specials, known, where, f), type_id))
+        elif kind == "Sequence":
+            seq = body.get("id")
+            if seq not in allowed:
+                raise UnsupportedTokenizerError(where, f"{f}.Sequence.id", seq)
+            out.append((seq, (), type_id))
+        else:
+            raise UnsupportedTokenizerError(where, f, kind)
+    seqs = [p[0] for p in out if p[0] != "ids"]
+    if sorted(seqs) != sorted(allowed):
+        raise UnsupportedTokenizerError(where, fieldname, items, f"must hold each of {', '.join(allowed)} once")
+    return tuple(out)
+
+
+def _post_processor(obj, vocab: dict, known: set, where: str) -> Template | None:
+    if obj is None:
+        return None
+    t = obj.get("type") if isinstance(obj, dict) else obj
+    if t == "TemplateProcessing":
+        specials = obj.get("special_tokens", {})
+        if not isinstance(specials, dict):
+            raise TokenizerFileError(f"{where}: post_processor.special_tokens must be an object")
+        return Template(
+            single=_template_pieces(obj.get("single"), specials, known, where, "post_processor.single", "A"),
+            pair=_template_pieces(obj.get("pair"), specials, known, where, "post_processor.pair", "AB"))
+    if t == "BertProcessing":
+        ids = []
+        for key in ("cls", "sep"):
+            v = obj.get(key)
+            if not (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], int)
+                    and not isinstance(v[1], bool) and v[1] in known):
+                raise TokenizerFileError(f"{where}: post_processor.{key} must be [token, id] of a token, "
+                                         f"got {_shown(v)}")
+            ids.append((v[1],))
+        cls, sep = ids
+        return Template(single=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0)),
+                        pair=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0), ("B", (), 1), ("ids", sep, 1)))
+    raise UnsupportedTokenizerError(where, "post_processor.type", t,
+                                    "WordPiece files: TemplateProcessing, BertProcessing or null")
+
+
+def _decoder(obj, where: str) -> tuple[str, bool] | None:
+    if obj is None:
+        return None
+    t = obj.get("type") if isinstance(obj, dict) else obj
+    if t != "WordPiece":
+        raise UnsupportedTokenizerError(where, "decoder.type", t, "WordPiece files: the WordPiece decoder or null")
+    prefix = obj.get("prefix", "##")
+    if not isinstance(prefix, str):
+        raise TokenizerFileError(f"{where}: decoder.prefix must be a string, got {_shown(prefix)}")
+    return prefix, _bool(obj, "cleanup", where, "decoder", True)
+
+
+_STRATEGIES = {"LongestFirst": "longest_first", "OnlyFirst": "only_first", "OnlySecond": "only_second"}
+_DIRECTIONS = {"Right": "right", "Left": "left"}
+
+
+def _truncation(obj, where: str) -> Truncation | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise TokenizerFileError(f"{where}: truncation must be an object or null")
+    strategy = obj.get("strategy", "LongestFirst")
+    if strategy not in _STRATEGIES:
+        raise UnsupportedTokenizerError(where, "truncation.strategy", strategy)
+    direction = obj.get("direction", "Right")
+    if direction not in _DIRECTIONS:
+        raise UnsupportedTokenizerError(where, "truncation.direction", direction)
+    return Truncation(max_length=_count(obj.get("max_length"), where, "truncation.max_length", 1),
+                      stride=_count(obj.get("stride", 0), where, "truncation.stride"),
+                      strategy=_STRATEGIES[strategy], direction=_DIRECTIONS[direction])
+
+
+def _padding(obj, n_ids: int, where: str) -> Padding | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise TokenizerFileError(f"{where}: padding must be an object or null")
+    s = obj.get("strategy")
+    if s == "BatchLongest":
+        length = None
+    elif isinstance(s, dict) and list(s) == ["Fixed"]:
+        length = _count(s["Fixed"], where, "padding.strategy.Fixed", 1)
+    else:
+        raise UnsupportedTokenizerError(where, "padding.strategy", s)
+    direction = obj.get("direction", "Right")
+    if direction not in _DIRECTIONS:
+        raise UnsupportedTokenizerError(where, "padding.direction", direction)
+    multiple = obj.get("pad_to_multiple_of")
+    if multiple is not None:
+        multiple = _count(multiple, where, "padding.pad_to_multiple_of", 1)
+    return Padding(length=length, direction=_DIRECTIONS[direction], pad_to_multiple_of=multiple,
+                   pad_id=_count(obj.get("pad_id", 0), where, "padding.pad_id", 0, n_ids - 1),
+                   pad_type_id=_count(obj.get("pad_type_id", 0), where, "padding.pad_type_id", 0, 2**32 - 1))
+
+
+def read_wordpiece_json(path, config=None, *, name: str | None = None) -> WordPieceModel:
+    """Read a WordPiece tokenizer.json (and optionally its tokenizer_config.json's added tokens)."""
+    where = os.fspath(path)
+    d = _load_json(path)
+    if not isinstance(d, dict):
+        raise TokenizerFileError(f"{where}: the top level must be a JSON object")
+    if name is None:
+        parent = os.path.basename(os.path.dirname(os.path.abspath(where)))
+        name = parent or os.path.splitext(os.path.basename(where))[0]
+    model = d.get("model")
+    if not isinstance(model, dict) or model.get("type") != "WordPiece":
+        raise UnsupportedTokenizerError(where, "model.type", model.get("type") if isinstance(model, dict) else None,
+                                        "this loader reads WordPiece models")
+    known = {"type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab"}
+    extra = sorted(set(model) - known)
+    if extra:
+        raise UnsupportedTokenizerError(where, f"model.{extra[0]}", model[extra[0]])
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise TokenizerFileError(f"{where}: model.vocab must be a non-empty object of token -> integer id")
+    _check_vocab_ids(vocab, where)
+    if len(set(vocab.values())) != len(vocab):
+        raise TokenizerFileError(f"{where}: two vocabulary tokens share an id")
+    if "" in vocab:
+        raise TokenizerFileError(f"{where}: the vocabulary has an empty token")
+    unk = model.get("unk_token", "[UNK]")
+    if not isinstance(unk, str) or unk not in vocab:
+        raise TokenizerFileError(f"{where}: model.unk_token {_shown(unk)} is not in the vocabulary "
+                                 "(tokenizers fails on the first unknown word)")
+    prefix = model.get("continuing_subword_prefix", "##")
+    if not isinstance(prefix, str):
+        raise TokenizerFileError(f"{where}: model.continuing_subword_prefix must be a string, got {_shown(prefix)}")
+    max_chars = _count(model.get("max_input_chars_per_word", 100), where, "model.max_input_chars_per_word", 0,
+                       MAX_WORD_CHARS)
+
+    at = d.get("added_tokens", [])
+    if not isinstance(at, list):
+        raise TokenizerFileError(f"{where}: added_tokens must be a list")
+    added = [_added_token(x, where, f"added_tokens[{i}]") for i, x in enumerate(at)]
+    av = _AddedVocab(vocab)
+    added = _assign_ids(added, av, where, "in the file")
+    if config is not None:
+        added = _config_added(config, added, av)
+    id_to_str = {i: s for s, i in vocab.items()}
+    for t in added:
+        if t.id in id_to_str and id_to_str[t.id] != t.content:
+            raise TokenizerFileError(f"{where}: added token {t.content!r} has id {t.id}, which is vocabulary "
+                                     f"token {id_to_str[t.id]!r}")
+    normalizer = _normalizer(d.get("normalizer"), where)
+    if normalizer is not None and any(t.normalized for t in added):
+        t = next(t for t in added if t.normalized)
+        raise UnsupportedTokenizerError(where, "added_tokens[].normalized", True,
+                                        f"added token {t.content!r} is matched after the normalizer")
+    n_ids = max([*vocab.values(), *(t.id for t in added)]) + 1
+    id_to_token = [None] * n_ids
+    for s, i in vocab.items():
+        id_to_token[i] = s
+    for t in added:
+        id_to_token[t.id] = t.content
+    known_ids = {i for i, s in enumerate(id_to_token) if s is not None}
+    return WordPieceModel(
+        source=where + (f" + {os.fspath(config)}" if config is not None else ""),
+        name=name, vocab=vocab, unk_id=vocab[unk], prefix=prefix, max_chars=max_chars, normalizer=normalizer,
+        pre_mode=_pre_tokenizer(d.get("pre_tokenizer"), where), added=added,
+        template=_post_processor(d.get("post_processor"), vocab, known_ids, where),
+        decoder=_decoder(d.get("decoder"), where), truncation=_truncation(d.get("truncation"), where),
+        padding=_padding(d.get("padding"), n_ids, where), id_to_token=id_to_token)
