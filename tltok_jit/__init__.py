@@ -99,7 +99,15 @@ def from_file(path, config=None, *, name: str | None = None) -> Encoding:
 
     HF matches added tokens in text, tiktoken's encode_ordinary never does: call
     `enc.encode(text, allowed_special="all")` for HF's `encode(text, add_special_tokens=False).ids`,
-    add `add_special_tokens=True` for HF's default. See `tltok_jit.loaders.hf_json`."""
+    add `add_special_tokens=True` for HF's default. See `tltok_jit.loaders.hf_json`.
+
+    A file whose model is WordPiece (the BERT family) gives a `tltok_jit.kinds.wordpiece.WordPieceTokenizer`."""
+    from .loaders.hf_wordpiece import is_wordpiece_file
+
+    if is_wordpiece_file(path):
+        from .kinds.wordpiece import WordPieceTokenizer
+
+        return WordPieceTokenizer.from_file(path, config, name=name)
     from .loaders.hf_json import read_hf_json
 
     from .engine.recipe import abspath

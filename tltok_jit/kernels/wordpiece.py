@@ -35,6 +35,12 @@ PRE_BERT = 0              # BertPreTokenizer: split on whitespace, isolate punct
 PRE_WHITESPACE_SPLIT = 1  # WhitespaceSplit: split on whitespace only
 PRE_NONE = 2              # no pre-tokenizer: a segment is one word
 
+# ASCII classes (`ascii_table`)
+A_DROP = 0
+A_SPACE = 1
+A_PUNCT = 2
+A_WORD = 3
+
 # option bits of `encode_text`
 O_CLEAN = 1
 O_CHINESE = 2
@@ -192,7 +198,7 @@ def _info(cp, s1, s2):
     return s2[(np.int64(s1[cp >> 8]) << 8) | (cp & 255)]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk, max_chars):
     """The ids of the word word[:wlen] (wchars characters) appended at out[n:]; the new n or NEED_OUT."""
     if wchars == 0:
@@ -255,7 +261,7 @@ def _put_utf8(word, at, cp):
     return at + 4
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _emit(cp, flags, st, word, out, cap, base, check, value, root_a, root_b, unk, max_chars, pre_mode):
     """One normalized character into the pre-tokenizer: st = [n, wlen, wchars]. False: out is full."""
     if (flags & F_SPACE) and pre_mode != PRE_NONE:
@@ -284,7 +290,7 @@ def _emit(cp, flags, st, word, out, cap, base, check, value, root_a, root_b, unk
     return True
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _normalized(cp, inf, opts, s1, s2, seq, seq_off, st, word, out, cap, base, check, value, root_a, root_b,
                 unk, max_chars, pre_mode):
     """A character after NFD and reordering: accent stripping's mark filter, then lowercase."""
@@ -304,27 +310,60 @@ def _normalized(cp, inf, opts, s1, s2, seq, seq_off, st, word, out, cap, base, c
 
 @njit(cache=True)
 def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_off, base, check, value, root_a,
-                root_b, unk, max_chars, pre_mode, opts, add_first, add_bytes, add_off, add_ids):
+                root_b, unk, max_chars, pre_mode, opts, asc, add_first, add_bytes, add_off, add_ids):
     """The ids of the valid UTF-8 text buf[lo:hi] written to out[out_lo:out_cap]; returns their number,
     or NEED_OUT / NEED_PEND. `pend` (int64, >= 1) holds a run of non-starters being reordered; `word`
-    (uint8) holds 4 * max_chars + 4 bytes. Added token k is add_bytes[add_off[k]:add_off[k + 1]] with id
+    (uint8) holds 4 * max_chars + 4 bytes. asc[b] is ASCII byte b's class under these options (A_*),
+    asc[128 + b] the byte it becomes. Added token k is add_bytes[add_off[k]:add_off[k + 1]] with id
     add_ids[k]; add_first[b] is nonzero when one starts with byte b."""
-    st = np.zeros(3, np.int64)
-    st[0] = out_lo
+    st = np.zeros(3, np.int64)  # [n, wlen, wchars] across the slow path's calls
     cap = out_cap
+    n = out_lo
+    wlen = 0
+    wchars = 0
     n_pend = 0
     n_add = len(add_ids)
     pcap = len(pend)
     q = np.empty(4, np.int64)
     i = lo
-    b = 0
-    while i <= hi:
+    while i < hi or i == hi:
+        best = -1
+        blen = 0
+        b = 0
         if i < hi:
             b = buf[i]
+            if b < 0x80 and n_pend == 0 and add_first[b] == 0:
+                # ASCII: one table lookup gives what the whole normalizer and pre-tokenizer do
+                c = asc[b]
+                i += 1
+                if c == A_WORD:
+                    if wchars < max_chars:
+                        word[wlen] = asc[128 + b]
+                        wlen += 1
+                    wchars += 1
+                elif c == A_SPACE:
+                    if wchars:
+                        n = _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk,
+                                  max_chars)
+                        if n < 0:
+                            return NEED_OUT
+                        wlen = 0
+                        wchars = 0
+                elif c == A_PUNCT:
+                    if wchars:
+                        n = _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk,
+                                  max_chars)
+                        if n < 0:
+                            return NEED_OUT
+                    word[0] = asc[128 + b]
+                    n = _word(word, 1, 1, out, n, cap, base, check, value, root_a, root_b, unk, max_chars)
+                    if n < 0:
+                        return NEED_OUT
+                    wlen = 0
+                    wchars = 0
+                continue
             # an added token here (leftmost, then longest) ends the segment
             if add_first[b] != 0:
-                best = -1
-                blen = 0
                 for k in range(n_add):
                     a0 = add_off[k]
                     m = add_off[k + 1] - a0
@@ -338,20 +377,11 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                     if same:
                         best = k
                         blen = m
-                if best < 0:
-                    seg_end = False
-                else:
-                    seg_end = True
-            else:
-                seg_end = False
-                best = -1
-                blen = 0
-        else:
-            seg_end = True
-            best = -1
-            blen = 0
-        if seg_end:
-            # flush the reordered marks, then the word
+        if i == hi or best >= 0:
+            # the segment ends: the reordered marks, then the word
+            st[0] = n
+            st[1] = wlen
+            st[2] = wchars
             for k in range(n_pend):
                 x = pend[k] & 0x1FFFFF
                 if not _normalized(x, _info(x, s1, s2), opts, s1, s2, seq, seq_off, st, word, out, cap, base, check,
@@ -361,18 +391,17 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
             n = _word(word, st[1], st[2], out, st[0], cap, base, check, value, root_a, root_b, unk, max_chars)
             if n < 0:
                 return NEED_OUT
-            st[0] = n
-            st[1] = 0
-            st[2] = 0
+            wlen = 0
+            wchars = 0
             if i == hi:
                 break
             if n >= cap:
                 return NEED_OUT
             out[n] = add_ids[best]
-            st[0] = n + 1
+            n += 1
             i += blen
             continue
-        # one character
+        # one character, through the normalizer's steps
         if b < 0x80:
             cp = np.int64(b)
             i += 1
@@ -393,7 +422,9 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
             if inf & F_SPACE:
                 cp = 32
                 inf = _info(cp, s1, s2)
-        nq = 0
+        st[0] = n
+        st[1] = wlen
+        st[2] = wchars
         if (opts & O_CHINESE) and (inf & F_CJK):
             q[0] = 32
             q[1] = cp
@@ -442,12 +473,15 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                         j -= 1
                     pend[j] = key
                     n_pend += 1
-    return st[0] - out_lo
+        n = st[0]
+        wlen = st[1]
+        wchars = st[2]
+    return n - out_lo
 
 
 @njit(cache=True)
 def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts, status, pend, word, s1, s2, seq,
-                seq_off, base, check, value, root_a, root_b, unk, max_chars, pre_mode, opts, add_first, add_bytes,
+                seq_off, base, check, value, root_a, root_b, unk, max_chars, pre_mode, opts, asc, add_first, add_bytes,
                 add_off, add_ids):
     """Rows row_lo..row_hi-1 of a text column: row r's ids at out[ro[r]:ro[r + 1]] (its region), their
     number in counts[r]; status[r] = 0, or 1 (not valid UTF-8), 2 (the region or `pend` is too small):
@@ -464,7 +498,7 @@ def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts
             status[r] = 1
             continue
         k = encode_text(data, s, e, out, ro[r], ro[r + 1], pend, word, s1, s2, seq, seq_off, base, check, value,
-                        root_a, root_b, unk, max_chars, pre_mode, opts, add_first, add_bytes, add_off, add_ids)
+                        root_a, root_b, unk, max_chars, pre_mode, opts, asc, add_first, add_bytes, add_off, add_ids)
         if k < 0:
             status[r] = 2
         else:
@@ -524,6 +558,32 @@ def compact(out, ro, counts, new_off):
         w += c
         new_off[r + 1] = w
     return w
+
+
+def ascii_table(s1, s2, pre_mode: int, opts: int) -> np.ndarray:
+    """asc for `encode_text`: ASCII byte b's class (A_*) at [b] and the byte it becomes at [128 + b]."""
+    asc = np.empty(256, np.uint8)
+    for b in range(128):
+        f = int(s2[int(s1[0]) * 256 + b])
+        out = b
+        if (opts & O_CLEAN) and (f & F_DROP):
+            cls = A_DROP
+        else:
+            if (opts & O_CLEAN) and (f & F_SPACE):
+                out = 32
+                f = int(s2[int(s1[0]) * 256 + 32])
+            if (f & F_SPACE) and pre_mode != PRE_NONE:
+                cls = A_SPACE
+            elif pre_mode == PRE_BERT and (f & F_PUNCT):
+                cls = A_PUNCT
+            else:
+                cls = A_WORD
+            if (opts & O_LOWER) and ord("A") <= out <= ord("Z"):
+                out += 32
+        asc[b] = cls
+        asc[128 + b] = out
+    asc.flags.writeable = False
+    return asc
 
 
 def warm() -> None:

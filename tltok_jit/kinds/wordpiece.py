@@ -146,7 +146,7 @@ class WordPieceTokenizer(Tokenizer):
         # without one both match the same text)
         self._kargs = (t.stage1, t.stage2, t.seq, t.seq_off, base, check, value, root_a, root_b,
                        np.int64(model.unk_id), np.int64(model.max_chars), np.int64(model.pre_mode), np.int64(opts),
-                       *_added(model.added))
+                       K.ascii_table(t.stage1, t.stage2, model.pre_mode, opts), *_added(model.added))
         self._word_bytes = 4 * model.max_chars + 8
         self._local = threading.local()
         self._workers = _Workers(self._word_bytes)
