@@ -25,7 +25,7 @@ import numpy as np
 from ..unicode.bert import CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_DROP, F_MARK, F_PUNCT, F_SPACE, LOW_SHIFT
 from .jit import njit
 
-__all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_WHITESPACE_SPLIT", "build_double_array", "encode_text",
+__all__ = ["fill_pairs", "NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_WHITESPACE_SPLIT", "build_double_array", "encode_text",
            "encode_rows", "trie_lookup", "warm"]
 
 NEED_OUT = -1   # the output buffer is full
@@ -558,6 +558,52 @@ def compact(out, ro, counts, new_off):
         w += c
         new_off[r + 1] = w
     return w
+
+
+@njit(cache=True)
+def fill_pairs(a_vals, a_starts, a_counts, b_vals, b_starts, b_counts, pre, pre_t, a_type, mid, mid_t, b_type, suf,
+               suf_t, pad_id, pad_type, left, ids, types, mask, lengths):
+    """Row r of ids / types [R, L] = pre, a_vals[a_starts[r]:+a_counts[r]], mid, b_vals[b_starts[r]:
+    +b_counts[r]], suf (type ids: pre_t, a_type, mid_t, b_type, suf_t), padded on the left (`left`)
+    or the right with pad_id / pad_type; mask 1 on the real ids; lengths[r] their number. The caller
+    guarantees every row fits L and every window lies inside its values."""
+    n_rows, width = ids.shape
+    for r in range(n_rows):
+        na = a_counts[r]
+        nb = b_counts[r]
+        real = len(pre) + na + len(mid) + nb + len(suf)
+        lo = width - real if left else 0
+        row = ids[r]
+        trow = types[r]
+        m = mask[r]
+        row[:] = pad_id
+        trow[:] = pad_type
+        m[:] = 0
+        m[lo:lo + real] = 1
+        lengths[r] = real
+        k = lo
+        for j in range(len(pre)):
+            row[k] = pre[j]
+            trow[k] = pre_t[j]
+            k += 1
+        s = a_starts[r]
+        for j in range(na):
+            row[k] = a_vals[s + j]
+            trow[k] = a_type
+            k += 1
+        for j in range(len(mid)):
+            row[k] = mid[j]
+            trow[k] = mid_t[j]
+            k += 1
+        s = b_starts[r]
+        for j in range(nb):
+            row[k] = b_vals[s + j]
+            trow[k] = b_type
+            k += 1
+        for j in range(len(suf)):
+            row[k] = suf[j]
+            trow[k] = suf_t[j]
+            k += 1
 
 
 def ascii_table(s1, s2, pre_mode: int, opts: int) -> np.ndarray:

@@ -41,10 +41,13 @@ class BertNormalizerSpec:
 
 @dataclass(frozen=True)
 class Template:
-    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id)."""
+    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id).
+    `sequence_types`: without special tokens the sequences still take the template's type ids
+    (TemplateProcessing); else they keep 0 (BertProcessing)."""
 
     single: tuple
     pair: tuple
+    sequence_types: bool = True
 
     def added(self, pair: bool) -> int:
         return sum(len(ids) for kind, ids, _t in (self.pair if pair else self.single) if kind == "ids")
@@ -188,8 +191,8 @@ def _template_pieces(items, specials, known, where: str, fieldname: str, allowed
         else:
             raise UnsupportedTokenizerError(where, f, kind)
     seqs = [p[0] for p in out if p[0] != "ids"]
-    if sorted(seqs) != sorted(allowed):
-        raise UnsupportedTokenizerError(where, fieldname, items, f"must hold each of {', '.join(allowed)} once")
+    if seqs != list(allowed):
+        raise UnsupportedTokenizerError(where, fieldname, items, f"must hold {' then '.join(allowed)}, once each")
     return tuple(out)
 
 
@@ -215,7 +218,8 @@ def _post_processor(obj, vocab: dict, known: set, where: str) -> Template | None
             ids.append((v[1],))
         cls, sep = ids
         return Template(single=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0)),
-                        pair=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0), ("B", (), 1), ("ids", sep, 1)))
+                        pair=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0), ("B", (), 1), ("ids", sep, 1)),
+                        sequence_types=False)
     raise UnsupportedTokenizerError(where, "post_processor.type", t,
                                     "WordPiece files: TemplateProcessing, BertProcessing or null")
 
