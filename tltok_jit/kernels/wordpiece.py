@@ -632,10 +632,50 @@ def ascii_table(s1, s2, pre_mode: int, opts: int) -> np.ndarray:
     return asc
 
 
-def warm() -> None:
-    """Compile (or load) every kernel here once, with the argument types production passes."""
-    from ..kinds.wordpiece import _tiny_tokenizer
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a).view()
+    a.flags.writeable = False
+    return a
 
-    tok = _tiny_tokenizer()
-    tok.encode("Héllo, 世界!")
-    tok.count_arrow_rows(["a b", None, ""])
+
+def warm() -> None:
+    """Compile (or load) every kernel here once, with the argument types production passes: tables,
+    texts and row arrays read-only; outputs and scratch writable; scalars int64."""
+    from numba.typed import List as TypedList
+
+    from ..unicode.bert import bert_tables
+
+    t = bert_tables()
+    keys = sorted([(0, b"a", 0), (0, b"ab", 1), (0, b"[UNK]", 2), (1, b"b", 3)])
+    kb = _ro(np.frombuffer(b"".join(k[1] for k in keys), np.uint8))
+    koff = _ro(np.cumsum([0] + [len(k[1]) for k in keys]).astype(np.int64))
+    base, check, value = build_double_array(kb, koff, _ro(np.array([k[0] for k in keys], np.int64)),
+                                            _ro(np.array([k[2] for k in keys], np.int64)), np.int64(2))
+    base, check, value = _ro(base), _ro(check), _ro(value)
+    trie_lookup(base, check, value, np.int64(0), _ro(np.frombuffer(b"ab", np.uint8)))
+    add = (_ro(np.zeros(256, np.uint8)), _ro(np.zeros(1, np.uint8)), _ro(np.zeros(1, np.int64)),
+           _ro(np.zeros(0, np.int64)))
+    opts = O_CLEAN | O_CHINESE | O_STRIP | O_LOWER
+    kargs = (t.stage1, t.stage2, t.seq, t.seq_off, base, check, value, np.int64(0), np.int64(1), np.int64(2),
+             np.int64(100), np.int64(PRE_BERT), np.int64(opts), ascii_table(t.stage1, t.stage2, PRE_BERT, opts), *add)
+    data = _ro(np.frombuffer("ab, Abé 中".encode("utf-8"), np.uint8))
+    pend = np.empty(8, np.int64)
+    word = np.empty(408, np.uint8)
+    out = np.empty(len(data) + 16, np.uint32)
+    encode_text(data, np.int64(0), np.int64(len(data)), out, np.int64(0), np.int64(len(out)), pend, word, *kargs)
+    bufs = TypedList()
+    bufs.append(data)
+    n = 2
+    ro = np.array([0, len(data) + 8, 2 * len(data) + 16], np.int64)
+    counts = np.empty(n, np.int64)
+    out2 = np.empty(ro[-1], np.uint32)
+    encode_rows(np.int64(0), np.int64(n), bufs, _ro(np.zeros(n, np.int64)), _ro(np.zeros(n, np.int64)),
+                _ro(np.full(n, len(data), np.int64)), _ro(np.ones(n, np.bool_)), _ro(ro), out2, counts,
+                np.empty(n, np.uint8), pend, word, *kargs)
+    compact(out2, ro, counts, np.empty(n + 1, np.int64))
+    u32 = _ro(np.zeros(2, np.uint32))
+    i64 = _ro(np.zeros(1, np.int64))
+    for dt in (np.int64, np.int32):
+        fill_pairs(u32, i64, i64, u32, i64, i64, u32, u32, np.int64(0), u32, u32, np.int64(1), u32, u32, np.int64(0),
+                   np.int64(0), False, np.empty((1, 8), dt), np.empty((1, 8), dt), np.empty((1, 8), dt),
+                   np.empty(1, dt))

@@ -221,12 +221,12 @@ def encode_batch_padded(tok, texts, pairs=None, *, max_length: int | None = None
         types = [p[2] for p in pieces for _ in p[1]]
         return np.array(ids, np.uint32), np.array(types, np.uint32)
 
-    seq_types = {"A": 0, "B": 0}
+    # a pair's second text is encoded with type id 1; a template sets both (with or without its tokens)
+    seq_types = {"A": 0, "B": 1}
     if tpl is not None:
-        if add_special_tokens or tpl.sequence_types:
-            for p in (tpl.pair if is_pair else tpl.single):
-                if p[0] in seq_types:
-                    seq_types[p[0]] = p[2]
+        for p in (tpl.pair if is_pair else tpl.single):
+            if p[0] in seq_types:
+                seq_types[p[0]] = p[2]
         pieces = tpl.pair if is_pair else tpl.single
     else:
         pieces = (("A", (), 0), ("B", (), 0)) if is_pair else (("A", (), 0),)

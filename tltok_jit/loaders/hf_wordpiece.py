@@ -41,13 +41,10 @@ class BertNormalizerSpec:
 
 @dataclass(frozen=True)
 class Template:
-    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id).
-    `sequence_types`: without special tokens the sequences still take the template's type ids
-    (TemplateProcessing); else they keep 0 (BertProcessing)."""
+    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id)."""
 
     single: tuple
     pair: tuple
-    sequence_types: bool = True
 
     def added(self, pair: bool) -> int:
         return sum(len(ids) for kind, ids, _t in (self.pair if pair else self.single) if kind == "ids")
@@ -218,8 +215,7 @@ def _post_processor(obj, vocab: dict, known: set, where: str) -> Template | None
             ids.append((v[1],))
         cls, sep = ids
         return Template(single=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0)),
-                        pair=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0), ("B", (), 1), ("ids", sep, 1)),
-                        sequence_types=False)
+                        pair=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0), ("B", (), 1), ("ids", sep, 1)))
     raise UnsupportedTokenizerError(where, "post_processor.type", t,
                                     "WordPiece files: TemplateProcessing, BertProcessing or null")
 
