@@ -1,0 +1,221 @@
+"""WordPiece (all-MiniLM-L6-v2's tokenizer.json): our `encode_batch` / `encode_arrow` against HF tokenizers'
+`encode_batch`, on ~1.5 KB documents.
+
+    python bench/wordpiece.py                         # english x threads 1,2 x every lib, best of 3
+    python bench/wordpiece.py --corpora english,chinese --threads 2 --repeat 1 --out bench/results/wordpiece.md
+
+Input: the corpus (bench/data.py: english = War and Peace 3.2 MB, chinese = 三国演义 1.8 MB, code =
+CPython stdlib .py files >= 3 MB) cut at line ends into ~1.5 KB documents (bench_e2e._docs), as a list
+of str (and an Arrow string column for encode_arrow), made outside the timer.
+
+* ours: `tok.encode_batch(docs, num_threads=T)`: a list of id lists, as HF's `[e.ids for e in ...]`.
+* ours-numpy: `tok.encode_batch_to_numpy(docs, num_threads=T)`: flat uint32 ids and offsets.
+* ours-arrow: `tok.encode_arrow(column, num_threads=T)`: list<uint32>.
+* hf: `tok.encode_batch(docs, add_special_tokens=False)` with the file's truncation and padding turned
+  off (the same ids), RAYON_NUM_THREADS=T; then `[e.ids for e in encodings]` (hf-ids, the same output
+  as ours) is timed too.
+
+Every number is ONE timed pass in a FRESH process pinned to T CPUs before any library is imported,
+after two untimed passes over other text (bench.data.warmup_text: the UDHR translations and the
+emoji file, cut the same way); `--repeat N` keeps the fastest. MB/s = 10**6 bytes of UTF-8 input per
+wall second; cpuMB/s per CPU second of the process (the machine may be shared). exact: the ids equal
+HF's (sha256 of every row's ids).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+LIBS = ("ours", "ours-numpy", "ours-arrow", "hf", "hf-ids")
+DOC_BYTES = 1500
+
+
+def worker(spec: dict) -> dict:
+    import gc
+
+    import numpy as np
+
+    from bench import data
+    from bench.bench_e2e import _docs as cut
+
+    lib, threads = spec["lib"], spec["threads"]
+    path = str(data.tokenizers_dir() / "minilm" / "tokenizer.json")
+    docs = cut(data.corpus(spec["corpus"]), DOC_BYTES)
+    warm = cut(data.warmup_text(), DOC_BYTES)
+    nbytes = sum(len(d.encode("utf-8")) for d in docs)
+    t_load = time.perf_counter()
+    if lib.startswith("ours"):
+        import tltok_jit
+
+        tok = tltok_jit.from_file(path)
+        if lib == "ours":
+            def call(texts):
+                return tok.encode_batch(texts, num_threads=threads)
+        elif lib == "ours-numpy":
+            def call(texts):
+                return tok.encode_batch_to_numpy(texts, num_threads=threads)
+        else:
+            import pyarrow as pa
+
+            docs_in, warm_in = pa.array(docs, pa.string()), pa.array(warm, pa.string())
+
+            def call(col):
+                return tok.encode_arrow(col, num_threads=threads)
+    else:
+        import tokenizers
+
+        tok = tokenizers.Tokenizer.from_file(path)
+        tok.no_truncation()
+        tok.no_padding()
+        if lib == "hf":
+            def call(texts):
+                return tok.encode_batch(texts, add_special_tokens=False)
+        else:
+            def call(texts):
+                return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+    if lib != "ours-arrow":
+        docs_in, warm_in = docs, warm
+    load_s = time.perf_counter() - t_load
+    for _ in range(2):
+        call(warm_in)
+    gc.collect()
+    gc.disable()
+    w0, c0 = time.perf_counter(), time.process_time()
+    r = call(docs_in)
+    w1, c1 = time.perf_counter(), time.process_time()
+    gc.enable()
+    if lib == "ours-numpy":
+        ids, off = r
+        rows = [ids[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
+    elif lib == "ours-arrow":
+        rows = r.to_pylist()
+    elif lib == "hf":
+        rows = [e.ids for e in r]
+    else:
+        rows = r
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(np.asarray(row, np.int64).tobytes() + b"|")
+    return {**spec, "bytes": nbytes, "docs": len(docs), "wall": w1 - w0, "cpu": c1 - c0, "load_s": load_s,
+            "n_ids": sum(map(len, rows)), "sha": h.hexdigest()}
+
+
+def run_one(spec: dict, timeout: float) -> dict:
+    env = dict(os.environ)
+    env["RAYON_NUM_THREADS"] = str(spec["threads"])
+    env["NUMBA_NUM_THREADS"] = str(spec["threads"])
+    env["TOKENIZERS_PARALLELISM"] = "true" if spec["threads"] > 1 else "false"
+    env["TLTOK_COMPILE"] = "foreground"
+    p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
+                       env=env, timeout=timeout, cwd=str(REPO))
+    if p.returncode != 0:
+        return {**spec, "error": ((p.stderr or p.stdout).strip().splitlines() or ["failed"])[-1]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _table(rows: list[dict]) -> str:
+    lines = ["| corpus | thr | lib | MB/s | cpuMB/s | x hf-ids (wall) | x hf-ids (cpu) | exact |",
+             "|---|---:|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        head = f"| {r['corpus']} | {r['threads']} | {r['lib']} |"
+        if "error" in r:
+            lines.append(f"{head} error: {r['error']} | | | | |")
+            continue
+        ref = next((x for x in rows if x["lib"] == "hf-ids" and "wall" in x and x["corpus"] == r["corpus"]
+                    and x["threads"] == r["threads"]), None)
+        ratio = f"{ref['wall'] / r['wall']:.1f}x" if ref else ""
+        cratio = f"{ref['cpu'] / max(r['cpu'], 1e-9):.1f}x" if ref else ""
+        exact = "yes" if ref and r["sha"] == ref["sha"] else ("NO" if ref else "")
+        lines.append(f"{head} {r['bytes'] / r['wall'] / 1e6:.1f} | {r['bytes'] / max(r['cpu'], 1e-9) / 1e6:.1f} | "
+                     f"{ratio} | {cratio} | {exact} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--corpora", default="english")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--libs", default=",".join(LIBS))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--out", help="write the table (markdown) there and the rows as JSON beside it")
+    args = ap.parse_args(argv)
+    if args.worker:
+        spec = json.loads(args.worker)
+        try:  # pin before any library sizes a pool from the CPU count
+            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:max(int(spec["threads"]), 1)])
+        except (AttributeError, OSError):
+            pass
+        print(json.dumps(worker(spec)))
+        return 0
+    load0 = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    libs = [x for x in args.libs.split(",") if x]
+    unknown = sorted(set(libs) - set(LIBS))
+    if unknown:
+        print(f"--libs: unknown {unknown}; known: {', '.join(LIBS)}", file=sys.stderr)
+        return 2
+    rows: list[dict] = []
+    for corpus in args.corpora.split(","):
+        for threads in (int(x) for x in args.threads.split(",")):
+            for lib in libs:
+                spec = {"lib": lib, "corpus": corpus, "threads": threads}
+                best = None
+                for _ in range(args.repeat):
+                    r = run_one(spec, args.timeout)
+                    if "error" in r:
+                        best = r
+                        break
+                    if best is None or r["wall"] < best["wall"]:
+                        best = r
+                rows.append(best)
+                msg = best.get("error") or (f"{best['bytes'] / best['wall'] / 1e6:.1f} MB/s "
+                                            f"({best['bytes'] / max(best['cpu'], 1e-9) / 1e6:.1f} cpuMB/s)")
+                print(f"{lib:11s} {corpus}/t{threads}: {msg}", file=sys.stderr, flush=True)
+    table = _table(rows)
+    print(table)
+    if args.out:
+        import importlib.metadata as md
+        import platform
+
+        versions = {}
+        for dist in ("tokenizers", "numba", "numpy", "pyarrow"):
+            try:
+                versions[dist] = md.version(dist)
+            except md.PackageNotFoundError:
+                pass
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=str(REPO)).stdout.strip()
+        head = [
+            "# WordPiece (all-MiniLM-L6-v2): encode_batch / encode_arrow against HF tokenizers",
+            "",
+            f"- date: {started}; commit {commit}; Python {platform.python_version()}; {os.cpu_count()} CPUs; "
+            "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+            f"- load average (1/5/15 min) at start {tuple(round(x, 2) for x in load0)}, at end "
+            f"{tuple(round(x, 2) for x in os.getloadavg())} (a shared machine: cpuMB/s is the steadier figure)",
+            f"- command: `python bench/wordpiece.py {' '.join(argv)}`",
+            "- ~1.5 KB documents, one call over all of them; every number a fresh process pinned to `thr` CPUs, "
+            "warmed up on other text, the best of the repeats; x hf-ids = HF's time for the same ids as lists / "
+            "this lib's; exact = the ids equal HF's",
+            "",
+        ]
+        out = Path(args.out)
+        out.write_text("\n".join(head) + table + "\n")
+        out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
