@@ -28,6 +28,7 @@ SUITES = {
     "arrow": ("bench_arrow", "Arrow columns: encode_arrow / count_arrow / decode_arrow"),
     "e2e": ("bench_e2e", "`tltok encode` end to end, against tiktoken + pyarrow"),
     "padded": ("padded", "fixed-shape batches: encode_batch_padded vs encode_arrow and HF's padded encode_batch"),
+    "packing": ("packing", "packing into training rows: bfd / concat / pad fill, pack vs encode_arrow, the loader"),
     "ray": ("bench_ray", "the Ray Data integration"),
     "stream-encode": ("bench_stream_encode", "the stream encoder"),
     "stream-decode": ("bench_stream_decode", "the stream decoders"),
