@@ -198,8 +198,7 @@ def _info(cp, s1, s2):
     return s2[(np.int64(s1[cp >> 8]) << 8) | (cp & 255)]
 
 
-@njit(cache=True)
-def _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk, max_chars):
+def _word_ids(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk, max_chars):
     """The ids of the word word[:wlen] (wchars characters) appended at out[n:]; the new n or NEED_OUT."""
     if wchars == 0:
         return n
@@ -239,6 +238,8 @@ def _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, u
         root = root_b
     return n
 
+
+_word = njit(cache=True)(_word_ids)
 
 @njit(inline="always")
 def _put_utf8(word, at, cp):
@@ -341,26 +342,54 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                         word[wlen] = asc[128 + b]
                         wlen += 1
                     wchars += 1
-                elif c == A_SPACE:
-                    if wchars:
-                        n = _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk,
-                                  max_chars)
-                        if n < 0:
-                            return NEED_OUT
+                elif c != A_DROP:
+                    # a space or a punctuation character ends the word; a punctuation character is a
+                    # word of its own. The trie walk is written out here: a call per word (passing
+                    # arrays) cost more than the walk.
+                    for rep in range(2 if c == A_PUNCT else 1):
+                        if rep == 1:
+                            word[0] = asc[128 + b]
+                            wlen = 1
+                            wchars = 1
+                        if wchars == 0:
+                            continue
+                        if wchars > max_chars:
+                            if n >= cap:
+                                return NEED_OUT
+                            out[n] = unk
+                            n += 1
+                        else:
+                            n0 = n
+                            start = 0
+                            root = root_a
+                            while start < wlen:
+                                node = root
+                                best = -1
+                                bid = -1
+                                j = start
+                                while j < wlen:
+                                    t = base[node] + word[j]
+                                    if check[t] != node:
+                                        break
+                                    node = t
+                                    v = value[t]
+                                    if v >= 0:
+                                        best = j + 1
+                                        bid = v
+                                    j += 1
+                                if best < 0:
+                                    n = n0
+                                    bid = unk
+                                    start = wlen
+                                else:
+                                    start = best
+                                if n >= cap:
+                                    return NEED_OUT
+                                out[n] = bid
+                                n += 1
+                                root = root_b
                         wlen = 0
                         wchars = 0
-                elif c == A_PUNCT:
-                    if wchars:
-                        n = _word(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk,
-                                  max_chars)
-                        if n < 0:
-                            return NEED_OUT
-                    word[0] = asc[128 + b]
-                    n = _word(word, 1, 1, out, n, cap, base, check, value, root_a, root_b, unk, max_chars)
-                    if n < 0:
-                        return NEED_OUT
-                    wlen = 0
-                    wchars = 0
                 continue
             # an added token here (leftmost, then longest) ends the segment
             if add_first[b] != 0:
