@@ -501,9 +501,12 @@ def _encode_files(readers: list[Reader], dests: list[Path], args, enc, keeps: li
     from . import encode_job
 
     empty = [[r.schema.field(c) for c in k] if r.schema is not None else [] for r, k in zip(readers, keeps)]
-    sink = encode_job.ParquetSink(dests, keeps, empty, args.output_column, args.count_only, progress.update)
+    pad = None if args.pad_to is None else encode_job.PadTo(args.pad_to, args.pad_id, args.padding_side)
+    sink = encode_job.ParquetSink(dests, keeps, empty, args.output_column, args.count_only, progress.update,
+                                  pad_width=args.pad_to)
     step = encode_job.encode_step(enc, args.column, threads=args.threads, special=_special_kwargs(args.special),
-                                  count_only=args.count_only, large_list=False, hint=_SPECIAL_HINT)
+                                  count_only=args.count_only, large_list=False, hint=_SPECIAL_HINT,
+                                  max_length=args.max_length, truncation_side=args.truncation_side, pad=pad)
     inputs = [(r.path, partial(r.batches, list(dict.fromkeys(k + [args.column])), args.column))
               for r, k in zip(readers, keeps)]
     try:
@@ -520,7 +523,8 @@ def _id_batches(readers: list[Reader], args, enc):
     from . import encode_job
 
     step = encode_job.encode_step(enc, args.column, threads=args.threads, special=_special_kwargs(args.special),
-                                  large_list=True, hint=_SPECIAL_HINT)
+                                  large_list=True, hint=_SPECIAL_HINT, max_length=args.max_length,
+                                  truncation_side=args.truncation_side)
     return [(r.path, partial(r.batches, [args.column], args.column)) for r in readers], step
 
 
@@ -626,12 +630,15 @@ def cmd_encode(args) -> int:
         raise CliError(f"{flag} only applies to --format parquet (shards hold ids only)")
     if args.eos and args.pack is None and not shard:
         raise CliError("--eos only applies to --pack or --format megatron|bin")
+    _check_lengths(args, shard)
     if args.output_column is None:
         args.output_column = "n_tokens" if args.count_only else "tokens"
     if args.threads is not None and args.threads < 0:
         raise CliError("--threads must be >= 0")
     args.threads = args.threads or 0
     enc = load_encoding(args.encoding, args.tokenizer)
+    if args.pad_to is not None and not 0 <= args.pad_id < enc.n_vocab:
+        raise CliError(f"--pad-id {args.pad_id} is not a token id of this encoding (0 to {enc.n_vocab - 1})")
     path = prepare_kernels(enc, quiet=args.quiet, job_bytes=sum(_file_size(p) for p, _rel in files))
     target = max(1, int(args.batch_mb * 1e6))
     readers = [Reader(p, target, args.column) for p, _rel in files]
@@ -695,6 +702,25 @@ def cmd_encode(args) -> int:
     return 0
 
 
+def _check_lengths(args, shard: bool) -> None:
+    """--max-length / --pad-to and their side flags: each flag where it applies, each length >= 1."""
+    for flag, value in (("--max-length", args.max_length), ("--pad-to", args.pad_to)):
+        if value is not None and value < 1:
+            raise CliError(f"{flag} must be at least 1 (got {value})")
+    if args.pad_to is not None:
+        for flag, on in (("--count-only", args.count_only), ("--pack", args.pack is not None),
+                         (f"--format {args.format}", shard)):
+            if on:
+                raise CliError(f"--pad-to and {flag} exclude each other (--pad-to writes fixed-size Parquet rows)")
+        if args.max_length is not None and args.max_length > args.pad_to:
+            raise CliError(f"--max-length {args.max_length} is longer than --pad-to {args.pad_to} "
+                           "(--pad-to alone cuts rows to its width)")
+    elif args.pad_id != 0 or args.padding_side != "right":
+        raise CliError(f"{'--pad-id' if args.pad_id != 0 else '--padding-side'} only applies with --pad-to")
+    if args.truncation_side != "right" and args.max_length is None and args.pad_to is None:
+        raise CliError("--truncation-side only applies with --max-length or --pad-to")
+
+
 def _file_size(p) -> int:
     try:
         return os.path.getsize(p)
@@ -708,6 +734,9 @@ def cmd_encode_ray(args) -> int:
 
     if args.pack is not None:
         raise CliError("--pack is not supported with --ray (use --format megatron|bin, or drop --ray)")
+    for flag, on in (("--max-length", args.max_length is not None), ("--pad-to", args.pad_to is not None)):
+        if on:
+            raise CliError(f"{flag} is not supported with --ray yet (drop --ray to run it on this machine)")
     shard = args.format != "parquet"
     if shard and args.count_only:
         raise CliError(f"--format {args.format} and --count-only exclude each other")
@@ -848,6 +877,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--count-only", action="store_true", help="write int64 token counts instead of ids")
     e.add_argument("--special", choices=("text", "error", "allow"), default="text",
                    help="special-token text: encode as text (default), error, or allow as special ids")
+    e.add_argument("--max-length", type=int, default=None, metavar="N",
+                   help="keep at most N ids of each row (its first N; see --truncation-side)")
+    e.add_argument("--truncation-side", choices=("right", "left"), default="right",
+                   help="with --max-length or --pad-to: cut the end of a row (right, default) or its start")
+    e.add_argument("--pad-to", type=int, default=None, metavar="N",
+                   help="fixed-size rows: ids as fixed_size_list<int32>[N] (cut, then padded) plus attention_mask")
+    e.add_argument("--pad-id", type=int, default=0, metavar="ID", help="with --pad-to: the padding id (default 0)")
+    e.add_argument("--padding-side", choices=("right", "left"), default="right",
+                   help="with --pad-to: pad after the ids (right, default) or before them")
     e.add_argument("--pack", type=int, default=None, metavar="SEQ_LEN",
                    help="write fixed-length training sequences to NAME.bin + NAME.json")
     e.add_argument("--format", default="parquet", choices=SHARD_FORMATS,

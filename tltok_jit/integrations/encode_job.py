@@ -19,7 +19,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import TltokError
 
@@ -218,10 +218,39 @@ def text_bytes(col) -> int:
         return col.nbytes
 
 
+class PadTo(NamedTuple):
+    """`tltok encode --pad-to`: every row `width` ids (cut, then padded with `pad_id`), and a mask."""
+
+    width: int
+    pad_id: int
+    padding_side: str = "right"
+
+
+def padded_columns(res, pad: PadTo, truncation_side: str, threads: int, n_vocab: int) -> list:
+    """A `list<uint32>` column -> [ids, attention_mask], each `fixed_size_list<int32>[width]`; a null
+    row stays null in both."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ..padding import pad_rows
+
+    offsets = np.frombuffer(res.buffers()[1], dtype=np.int32 if pa.types.is_list(res.type) else np.int64,
+                            count=len(res) + 1, offset=res.offset * (4 if pa.types.is_list(res.type) else 8))
+    values = np.frombuffer(res.buffers()[3], dtype=np.uint32)
+    batch = pad_rows(values, offsets, n_vocab=n_vocab,
+                     max_length=pad.width, padding="max_length", padding_side=pad.padding_side, pad_id=pad.pad_id,
+                     truncation=True, truncation_side=truncation_side, dtype="int32", num_threads=threads or None)
+    nulls = res.is_null() if res.null_count else None
+    return [pa.FixedSizeListArray.from_arrays(pa.array(a.reshape(-1)), pad.width, mask=nulls)
+            for a in (batch.input_ids, batch.attention_mask)]
+
+
 def encode_step(enc, column: str, *, threads: int, special: dict, count_only: bool = False,
-                large_list: bool = False, hint: str = "") -> Callable[[Part], None]:
-    """The encode stage: ids (or counts) of `column` of each batch; a row the encoder refuses is a
-    JobError naming the file and the row within it."""
+                large_list: bool = False, hint: str = "", max_length: int | None = None,
+                truncation_side: str = "right", pad: PadTo | None = None) -> Callable[[Part], None]:
+    """The encode stage: ids (or counts) of `column` of each batch, each row cut to `max_length` ids
+    (its first, or with truncation_side="left" its last) and with `pad` padded to a fixed width; a
+    row the encoder refuses is a JobError naming the file and the row within it."""
     import pyarrow.compute as pc
 
     from ..columns import arrow
@@ -234,10 +263,17 @@ def encode_step(enc, column: str, *, threads: int, special: dict, count_only: bo
         try:
             if count_only:
                 res = enc.count_arrow(col, num_threads=threads, **special)
+                if max_length is not None:
+                    res = pc.min_element_wise(res, max_length, skip_nulls=False)
                 part.n_tokens = int(pc.sum(res).as_py() or 0)
+            elif pad is not None:
+                ids = enc.encode_arrow(col, num_threads=threads, **special)
+                part.n_tokens = int(pc.sum(pc.min_element_wise(pc.list_value_length(ids), pad.width)).as_py() or 0)
+                res = padded_columns(ids, pad, truncation_side, threads, enc.n_vocab)
             else:
-                res = enc.encode_arrow(col, num_threads=threads, large_list=large_list, **special)
-                part.n_tokens = len(res.values)
+                res = enc.encode_arrow(col, num_threads=threads, large_list=large_list, max_length=max_length,
+                                       truncation_side=truncation_side, **special)
+                part.n_tokens = int(res.offsets[-1].as_py() - res.offsets[0].as_py()) if len(res) else 0
         except (arrow.ArrowRowError, ValueError) as e:
             msg = _first_line(e)
             row = getattr(e, "row", None)
@@ -254,14 +290,18 @@ class ParquetSink:
     """Encoded batches -> one Parquet file per input file (zstd; the ids column after the kept ones)."""
 
     def __init__(self, dests: Sequence[Path], keep: Sequence[list[str]], empty_fields: Sequence[list],
-                 output_column: str, count_only: bool, progress: Callable[[int, int, int], None]):
+                 output_column: str, count_only: bool, progress: Callable[[int, int, int], None],
+                 pad_width: int | None = None):
         import pyarrow as pa
 
         self.dests = list(dests)
         self.keep = list(keep)
         self.empty_fields = list(empty_fields)  # the kept columns' fields, for a file with no batches
-        self.output_column = output_column
-        self.out_type = pa.int64() if count_only else pa.list_(pa.uint32())
+        if pad_width is not None:  # encode_step's padded_columns: ids and their mask
+            fixed = pa.list_(pa.int32(), pad_width)
+            self.out_fields = [pa.field(output_column, fixed), pa.field("attention_mask", fixed)]
+        else:
+            self.out_fields = [pa.field(output_column, pa.int64() if count_only else pa.list_(pa.uint32()))]
         self.progress = progress
         self._writer = None
 
@@ -271,7 +311,7 @@ class ParquetSink:
 
         dest = self.dests[file]
         dest.parent.mkdir(parents=True, exist_ok=True)
-        schema = pa.schema(list(fields) + [pa.field(self.output_column, self.out_type)])
+        schema = pa.schema(list(fields) + self.out_fields)
         # no dictionary for the ids: building one costs ~30% of the write's CPU for ~5% of its size
         # (the kept columns keep Parquet's default)
         self._writer = pq.ParquetWriter(str(dest), schema, compression="zstd",
@@ -287,8 +327,9 @@ class ParquetSink:
             return
         keep = self.keep[item.file]
         batch = item.batch
-        cols = [batch.column(batch.schema.get_field_index(c)) for c in keep] + [item.result]
-        out = pa.RecordBatch.from_arrays(cols, names=keep + [self.output_column])
+        result = item.result if isinstance(item.result, list) else [item.result]
+        cols = [batch.column(batch.schema.get_field_index(c)) for c in keep] + result
+        out = pa.RecordBatch.from_arrays(cols, names=keep + [f.name for f in self.out_fields])
         if self._writer is None:
             self._open(item.file, [out.schema.field(c) for c in keep])
         self._writer.write_batch(out)
