@@ -86,6 +86,23 @@ def test_a_tokenizer_json_job_compiles_nothing(tmp_path, shared_path):
 
 
 @needs_shipped
+def test_a_sentencepiece_job_compiles_nothing(tmp_path, shared_path):
+    files = [shared_path(f"tokenizers/sentencepiece/{m}") for m in ("llama2.model", "botchan_en_unigram_1000.model")]
+    code = textwrap.dedent(f"""
+        import pyarrow as pa, tltok_jit
+        for f in {[str(f) for f in files]!r}:
+            tok = tltok_jit.build_tokenizer(tltok_jit.TokenizerSpec("sentencepiece", {{"model": f}}))
+            tok.decode(tok.encode("Hello wörld 日本 🙂 1234"))
+            assert len(tok.encode("abcdefghij" * 100_000)) > 50_000  # a long list, filled by its own kernel
+            tok.encode_arrow(pa.array(["a b", None, "ünï"]), num_threads=2)
+    """)
+    kernels = tmp_path / "kernels"
+    p = subprocess.run([sys.executable, "-c", code], env=_env(kernels), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert _compiled(kernels) == []
+
+
+@needs_shipped
 def test_ray_actors_on_empty_caches_compile_nothing(tmp_path):
     """Two actors of a real local cluster, each process with an empty kernel folder: the package's
     kernels serve them."""

@@ -151,6 +151,7 @@ def _warm_sentencepiece() -> None:
             tok.decode(ids)
             tok.token_pieces(ids)
             tok.decode_incremental(ids, {}, final=True)
+        tok.encode("hello world " * 60_000)  # a long result: its list is filled by pylist's kernel (int64 ids)
         for n in (1, 2):
             tok.encode_arrow(pa.array(texts + [None]), num_threads=n)
             tok.count_arrow(pa.array(texts + [None]), num_threads=n)
