@@ -40,6 +40,7 @@ A_DROP = 0
 A_SPACE = 1
 A_PUNCT = 2
 A_WORD = 3
+A_END = 4  # the segment ends (an added token or the text's end): the word ends
 
 # option bits of `encode_text`
 O_CLEAN = 1
@@ -193,122 +194,6 @@ def trie_lookup(base, check, value, root, key):
 
 # ------------------------------------------------------------------ encoding
 
-@njit(inline="always")
-def _info(cp, s1, s2):
-    return s2[(np.int64(s1[cp >> 8]) << 8) | (cp & 255)]
-
-
-def _word_ids(word, wlen, wchars, out, n, cap, base, check, value, root_a, root_b, unk, max_chars):
-    """The ids of the word word[:wlen] (wchars characters) appended at out[n:]; the new n or NEED_OUT."""
-    if wchars == 0:
-        return n
-    if wchars > max_chars:
-        if n >= cap:
-            return NEED_OUT
-        out[n] = unk
-        return n + 1
-    n0 = n
-    start = 0
-    root = root_a
-    while start < wlen:
-        node = root
-        best = -1
-        bid = -1
-        i = start
-        while i < wlen:
-            t = base[node] + word[i]
-            if check[t] != node:
-                break
-            node = t
-            v = value[t]
-            if v >= 0:
-                best = i + 1
-                bid = v
-            i += 1
-        if best < 0:
-            if n0 >= cap:
-                return NEED_OUT
-            out[n0] = unk
-            return n0 + 1
-        if n >= cap:
-            return NEED_OUT
-        out[n] = bid
-        n += 1
-        start = best
-        root = root_b
-    return n
-
-
-_word = njit(cache=True)(_word_ids)
-
-@njit(inline="always")
-def _put_utf8(word, at, cp):
-    if cp < 0x80:
-        word[at] = cp
-        return at + 1
-    if cp < 0x800:
-        word[at] = 0xC0 | (cp >> 6)
-        word[at + 1] = 0x80 | (cp & 63)
-        return at + 2
-    if cp < 0x10000:
-        word[at] = 0xE0 | (cp >> 12)
-        word[at + 1] = 0x80 | ((cp >> 6) & 63)
-        word[at + 2] = 0x80 | (cp & 63)
-        return at + 3
-    word[at] = 0xF0 | (cp >> 18)
-    word[at + 1] = 0x80 | ((cp >> 12) & 63)
-    word[at + 2] = 0x80 | ((cp >> 6) & 63)
-    word[at + 3] = 0x80 | (cp & 63)
-    return at + 4
-
-
-@njit(cache=True)
-def _emit(cp, flags, st, word, out, cap, base, check, value, root_a, root_b, unk, max_chars, pre_mode):
-    """One normalized character into the pre-tokenizer: st = [n, wlen, wchars]. False: out is full."""
-    if (flags & F_SPACE) and pre_mode != PRE_NONE:
-        n = _word(word, st[1], st[2], out, st[0], cap, base, check, value, root_a, root_b, unk, max_chars)
-        st[1] = 0
-        st[2] = 0
-        if n < 0:
-            return False
-        st[0] = n
-        return True
-    if pre_mode == PRE_BERT and (flags & F_PUNCT):
-        n = _word(word, st[1], st[2], out, st[0], cap, base, check, value, root_a, root_b, unk, max_chars)
-        if n < 0:
-            return False
-        k = _put_utf8(word, 0, cp)
-        n = _word(word, k, 1, out, n, cap, base, check, value, root_a, root_b, unk, max_chars)
-        st[1] = 0
-        st[2] = 0
-        if n < 0:
-            return False
-        st[0] = n
-        return True
-    if st[2] < max_chars:  # a longer word is unk whatever its characters: they are only counted
-        st[1] = _put_utf8(word, st[1], cp)
-    st[2] += 1
-    return True
-
-
-@njit(cache=True)
-def _normalized(cp, inf, opts, s1, s2, seq, seq_off, st, word, out, cap, base, check, value, root_a, root_b,
-                unk, max_chars, pre_mode):
-    """A character after NFD and reordering: accent stripping's mark filter, then lowercase."""
-    if (opts & O_STRIP) and (inf & F_MARK):
-        return True
-    if opts & O_LOWER:
-        e = (inf >> np.uint64(LOW_SHIFT)) & np.uint64(ENTRY_MASK)
-        if e != 0:
-            for k in range(seq_off[e], seq_off[e + 1]):
-                x = np.int64(seq[k])
-                if not _emit(x, _info(x, s1, s2), st, word, out, cap, base, check, value, root_a, root_b, unk,
-                             max_chars, pre_mode):
-                    return False
-            return True
-    return _emit(cp, inf, st, word, out, cap, base, check, value, root_a, root_b, unk, max_chars, pre_mode)
-
-
 @njit(cache=True)
 def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_off, base, check, value, root_a,
                 root_b, unk, max_chars, pre_mode, opts, asc, add_first, add_bytes, add_off, add_ids):
@@ -316,8 +201,12 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
     or NEED_OUT / NEED_PEND. `pend` (int64, >= 1) holds a run of non-starters being reordered; `word`
     (uint8) holds 4 * max_chars + 4 bytes. asc[b] is ASCII byte b's class under these options (A_*),
     asc[128 + b] the byte it becomes. Added token k is add_bytes[add_off[k]:add_off[k + 1]] with id
-    add_ids[k]; add_first[b] is nonzero when one starts with byte b."""
-    st = np.zeros(3, np.int64)  # [n, wlen, wchars] across the slow path's calls
+    add_ids[k]; add_first[b] is nonzero when one starts with byte b.
+
+    Each step turns input into `stage` (code points after clean_text, Chinese spacing, NFD and
+    reordering), then `norm` (after the mark filter and lowercase, each with its pre-tokenizer class
+    in bits 32+), which one block consumes into words and ids. Everything is written out in this one
+    function: a call passing the arrays costs more than a character's whole work."""
     cap = out_cap
     n = out_lo
     wlen = 0
@@ -325,13 +214,18 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
     n_pend = 0
     n_add = len(add_ids)
     pcap = len(pend)
-    q = np.empty(4, np.int64)
+    stage = np.empty(pcap + 16, np.int64)
+    norm = np.empty(4 * (pcap + 16) + 1, np.int64)
+    strip = (opts & O_STRIP) != 0
+    lower = (opts & O_LOWER) != 0
     i = lo
-    while i < hi or i == hi:
-        best = -1
+    while True:
+        nk = 0
+        ns = 0
         blen = 0
-        b = 0
-        if i < hi:
+        add_id = -1
+        seg_end = i >= hi
+        if not seg_end:
             b = buf[i]
             if b < 0x80 and n_pend == 0 and add_first[b] == 0:
                 # ASCII: one table lookup gives what the whole normalizer and pre-tokenizer do
@@ -342,169 +236,211 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                         word[wlen] = asc[128 + b]
                         wlen += 1
                     wchars += 1
-                elif c != A_DROP:
-                    # a space or a punctuation character ends the word; a punctuation character is a
-                    # word of its own. The trie walk is written out here: a call per word (passing
-                    # arrays) cost more than the walk.
-                    for rep in range(2 if c == A_PUNCT else 1):
-                        if rep == 1:
-                            word[0] = asc[128 + b]
-                            wlen = 1
-                            wchars = 1
-                        if wchars == 0:
+                    continue
+                if c == A_DROP:
+                    continue
+                norm[0] = np.int64(asc[128 + b]) | (np.int64(c) << 32)
+                nk = 1
+            else:
+                if add_first[b] != 0:
+                    # an added token here (leftmost, then longest) ends the segment
+                    for k in range(n_add):
+                        a0 = add_off[k]
+                        m = add_off[k + 1] - a0
+                        if m <= blen or i + m > hi or add_bytes[a0] != b:
                             continue
-                        if wchars > max_chars:
-                            if n >= cap:
-                                return NEED_OUT
-                            out[n] = unk
-                            n += 1
-                        else:
-                            n0 = n
-                            start = 0
-                            root = root_a
-                            while start < wlen:
-                                node = root
-                                best = -1
-                                bid = -1
-                                j = start
-                                while j < wlen:
-                                    t = base[node] + word[j]
-                                    if check[t] != node:
-                                        break
-                                    node = t
-                                    v = value[t]
-                                    if v >= 0:
-                                        best = j + 1
-                                        bid = v
-                                    j += 1
-                                if best < 0:
-                                    n = n0
-                                    bid = unk
-                                    start = wlen
-                                else:
-                                    start = best
-                                if n >= cap:
-                                    return NEED_OUT
-                                out[n] = bid
-                                n += 1
-                                root = root_b
-                        wlen = 0
-                        wchars = 0
-                continue
-            # an added token here (leftmost, then longest) ends the segment
-            if add_first[b] != 0:
-                for k in range(n_add):
-                    a0 = add_off[k]
-                    m = add_off[k + 1] - a0
-                    if m <= blen or i + m > hi or add_bytes[a0] != b:
-                        continue
-                    same = True
-                    for j in range(1, m):
-                        if buf[i + j] != add_bytes[a0 + j]:
-                            same = False
-                            break
-                    if same:
-                        best = k
-                        blen = m
-        if i == hi or best >= 0:
-            # the segment ends: the reordered marks, then the word
-            st[0] = n
-            st[1] = wlen
-            st[2] = wchars
+                        same = True
+                        for j in range(1, m):
+                            if buf[i + j] != add_bytes[a0 + j]:
+                                same = False
+                                break
+                        if same:
+                            add_id = add_ids[k]
+                            blen = m
+                    seg_end = add_id >= 0
+                if not seg_end:
+                    # one character through clean_text and Chinese spacing into `stage`
+                    if b < 0x80:
+                        cp = np.int64(b)
+                        i += 1
+                    elif b < 0xE0:
+                        cp = (np.int64(b & 0x1F) << 6) | (buf[i + 1] & 0x3F)
+                        i += 2
+                    elif b < 0xF0:
+                        cp = (np.int64(b & 0x0F) << 12) | (np.int64(buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+                        i += 3
+                    else:
+                        cp = ((np.int64(b & 0x07) << 18) | (np.int64(buf[i + 1] & 0x3F) << 12)
+                              | (np.int64(buf[i + 2] & 0x3F) << 6) | (buf[i + 3] & 0x3F))
+                        i += 4
+                    inf = s2[(np.int64(s1[cp >> 8]) << 8) | (cp & 255)]
+                    if opts & O_CLEAN:
+                        if inf & F_DROP:
+                            continue
+                        if inf & F_SPACE:
+                            cp = 32
+                    if (opts & O_CHINESE) and (inf & F_CJK):
+                        nq = 3
+                    else:
+                        nq = 1
+                    for qi in range(nq):
+                        c = cp if (nq == 1 or qi == 1) else 32
+                        if not strip:
+                            stage[ns] = c
+                            ns += 1
+                            continue
+                        # NFD, then canonical ordering: non-starters wait in `pend` (sorted by class, stable)
+                        ci = s2[(np.int64(s1[c >> 8]) << 8) | (c & 255)]
+                        e = np.int64((ci >> np.uint64(DEC_SHIFT)) & np.uint64(ENTRY_MASK))
+                        d0 = seq_off[e] if e != 0 else 0
+                        d1 = seq_off[e + 1] if e != 0 else 1
+                        for dk in range(d0, d1):
+                            x = np.int64(seq[dk]) if e != 0 else c
+                            xi = s2[(np.int64(s1[x >> 8]) << 8) | (x & 255)]
+                            ccc = np.int64((xi >> np.uint64(CCC_SHIFT)) & np.uint64(255))
+                            if ccc == 0:
+                                for k in range(n_pend):
+                                    stage[ns] = pend[k] & 0x1FFFFF
+                                    ns += 1
+                                n_pend = 0
+                                stage[ns] = x
+                                ns += 1
+                            else:
+                                if n_pend >= pcap:
+                                    return NEED_PEND
+                                key = (ccc << 21) | x
+                                j = n_pend
+                                while j > 0 and (pend[j - 1] >> 21) > ccc:
+                                    pend[j] = pend[j - 1]
+                                    j -= 1
+                                pend[j] = key
+                                n_pend += 1
+        if seg_end:
             for k in range(n_pend):
-                x = pend[k] & 0x1FFFFF
-                if not _normalized(x, _info(x, s1, s2), opts, s1, s2, seq, seq_off, st, word, out, cap, base, check,
-                                   value, root_a, root_b, unk, max_chars, pre_mode):
-                    return NEED_OUT
+                stage[ns] = pend[k] & 0x1FFFFF
+                ns += 1
             n_pend = 0
-            n = _word(word, st[1], st[2], out, st[0], cap, base, check, value, root_a, root_b, unk, max_chars)
-            if n < 0:
-                return NEED_OUT
-            wlen = 0
-            wchars = 0
-            if i == hi:
+        # stage -> norm: accent stripping's mark filter, lowercase, the pre-tokenizer's class
+        for si in range(ns):
+            x = stage[si]
+            xi = s2[(np.int64(s1[x >> 8]) << 8) | (x & 255)]
+            if strip and (xi & F_MARK):
+                continue
+            e = np.int64((xi >> np.uint64(LOW_SHIFT)) & np.uint64(ENTRY_MASK)) if lower else 0
+            d0 = seq_off[e] if e != 0 else 0
+            d1 = seq_off[e + 1] if e != 0 else 1
+            for dk in range(d0, d1):
+                y = np.int64(seq[dk]) if e != 0 else x
+                yi = s2[(np.int64(s1[y >> 8]) << 8) | (y & 255)] if e != 0 else xi
+                if (yi & F_SPACE) and pre_mode != PRE_NONE:
+                    cls = A_SPACE
+                elif pre_mode == PRE_BERT and (yi & F_PUNCT):
+                    cls = A_PUNCT
+                else:
+                    cls = A_WORD
+                norm[nk] = y | (np.int64(cls) << 32)
+                nk += 1
+        if seg_end:
+            norm[nk] = np.int64(A_END) << 32
+            nk += 1
+        # norm -> words -> ids
+        for k in range(nk):
+            y = norm[k] & 0x1FFFFF
+            c = norm[k] >> 32
+            if c == A_WORD:
+                if wchars < max_chars:
+                    if y < 0x80:
+                        word[wlen] = y
+                        wlen += 1
+                    elif y < 0x800:
+                        word[wlen] = 0xC0 | (y >> 6)
+                        word[wlen + 1] = 0x80 | (y & 63)
+                        wlen += 2
+                    elif y < 0x10000:
+                        word[wlen] = 0xE0 | (y >> 12)
+                        word[wlen + 1] = 0x80 | ((y >> 6) & 63)
+                        word[wlen + 2] = 0x80 | (y & 63)
+                        wlen += 3
+                    else:
+                        word[wlen] = 0xF0 | (y >> 18)
+                        word[wlen + 1] = 0x80 | ((y >> 12) & 63)
+                        word[wlen + 2] = 0x80 | ((y >> 6) & 63)
+                        word[wlen + 3] = 0x80 | (y & 63)
+                        wlen += 4
+                wchars += 1
+                continue
+            # a space, the segment's end or a punctuation character ends the word; a punctuation
+            # character is then a word of its own
+            for rep in range(2 if c == A_PUNCT else 1):
+                if rep == 1:
+                    wlen = 0
+                    if y < 0x80:
+                        word[0] = y
+                        wlen = 1
+                    elif y < 0x800:
+                        word[0] = 0xC0 | (y >> 6)
+                        word[1] = 0x80 | (y & 63)
+                        wlen = 2
+                    elif y < 0x10000:
+                        word[0] = 0xE0 | (y >> 12)
+                        word[1] = 0x80 | ((y >> 6) & 63)
+                        word[2] = 0x80 | (y & 63)
+                        wlen = 3
+                    else:
+                        word[0] = 0xF0 | (y >> 18)
+                        word[1] = 0x80 | ((y >> 12) & 63)
+                        word[2] = 0x80 | ((y >> 6) & 63)
+                        word[3] = 0x80 | (y & 63)
+                        wlen = 4
+                    wchars = 1
+                if wchars == 0:
+                    continue
+                if wchars > max_chars:
+                    if n >= cap:
+                        return NEED_OUT
+                    out[n] = unk
+                    n += 1
+                else:
+                    # greedy longest match first: the longest token at `start`, then a continuation
+                    n0 = n
+                    start = 0
+                    root = root_a
+                    while start < wlen:
+                        node = root
+                        best = -1
+                        bid = -1
+                        j = start
+                        while j < wlen:
+                            t = base[node] + word[j]
+                            if check[t] != node:
+                                break
+                            node = t
+                            v = value[t]
+                            if v >= 0:
+                                best = j + 1
+                                bid = v
+                            j += 1
+                        if best < 0:  # no token starts here: the whole word is unk
+                            n = n0
+                            bid = unk
+                            start = wlen
+                        else:
+                            start = best
+                        if n >= cap:
+                            return NEED_OUT
+                        out[n] = bid
+                        n += 1
+                        root = root_b
+                wlen = 0
+                wchars = 0
+        if seg_end:
+            if i >= hi:
                 break
             if n >= cap:
                 return NEED_OUT
-            out[n] = add_ids[best]
+            out[n] = add_id
             n += 1
             i += blen
-            continue
-        # one character, through the normalizer's steps
-        if b < 0x80:
-            cp = np.int64(b)
-            i += 1
-        elif b < 0xE0:
-            cp = (np.int64(b & 0x1F) << 6) | (buf[i + 1] & 0x3F)
-            i += 2
-        elif b < 0xF0:
-            cp = (np.int64(b & 0x0F) << 12) | (np.int64(buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
-            i += 3
-        else:
-            cp = ((np.int64(b & 0x07) << 18) | (np.int64(buf[i + 1] & 0x3F) << 12)
-                  | (np.int64(buf[i + 2] & 0x3F) << 6) | (buf[i + 3] & 0x3F))
-            i += 4
-        inf = _info(cp, s1, s2)
-        if opts & O_CLEAN:
-            if inf & F_DROP:
-                continue
-            if inf & F_SPACE:
-                cp = 32
-                inf = _info(cp, s1, s2)
-        st[0] = n
-        st[1] = wlen
-        st[2] = wchars
-        if (opts & O_CHINESE) and (inf & F_CJK):
-            q[0] = 32
-            q[1] = cp
-            q[2] = 32
-            nq = 3
-        else:
-            q[0] = cp
-            nq = 1
-        for qi in range(nq):
-            c = q[qi]
-            ci = _info(c, s1, s2) if (nq == 3 and qi != 1) else inf
-            if not (opts & O_STRIP):
-                if not _normalized(c, ci, opts, s1, s2, seq, seq_off, st, word, out, cap, base, check, value, root_a,
-                                   root_b, unk, max_chars, pre_mode):
-                    return NEED_OUT
-                continue
-            # NFD, then canonical ordering: non-starters wait in `pend` (sorted by class, stable)
-            e = (ci >> np.uint64(DEC_SHIFT)) & np.uint64(ENTRY_MASK)
-            if e != 0:
-                d0 = seq_off[e]
-                d1 = seq_off[e + 1]
-            else:
-                d0 = 0
-                d1 = 1
-            for dk in range(d0, d1):
-                x = np.int64(seq[dk]) if e != 0 else c
-                xi = _info(x, s1, s2) if e != 0 else ci
-                ccc = np.int64((xi >> np.uint64(CCC_SHIFT)) & np.uint64(255))
-                if ccc == 0:
-                    for k in range(n_pend):
-                        y = pend[k] & 0x1FFFFF
-                        if not _normalized(y, _info(y, s1, s2), opts, s1, s2, seq, seq_off, st, word, out, cap, base,
-                                           check, value, root_a, root_b, unk, max_chars, pre_mode):
-                            return NEED_OUT
-                    n_pend = 0
-                    if not _normalized(x, xi, opts, s1, s2, seq, seq_off, st, word, out, cap, base, check, value,
-                                       root_a, root_b, unk, max_chars, pre_mode):
-                        return NEED_OUT
-                else:
-                    if n_pend >= pcap:
-                        return NEED_PEND
-                    key = (ccc << 21) | x
-                    j = n_pend
-                    while j > 0 and (pend[j - 1] >> 21) > ccc:
-                        pend[j] = pend[j - 1]
-                        j -= 1
-                    pend[j] = key
-                    n_pend += 1
-        n = st[0]
-        wlen = st[1]
-        wchars = st[2]
     return n - out_lo
 
 
