@@ -243,6 +243,12 @@ def test_loads_as_wordpiece(ours, minilm_path):
     assert tltok_jit.from_file(minilm_path, minilm_path.parent / "tokenizer_config.json").vocab_size == 30522
 
 
+def test_other_files_still_load_as_bpe(shared_path):
+    enc = tltok_jit.from_file(shared_path("tokenizers/gpt2/tokenizer.json"))
+    assert not isinstance(enc, WordPieceTokenizer)
+    assert enc.encode("hello world") == [31373, 995]
+
+
 def test_known_ids(ours):
     assert ours.encode("Hello, world!") == [7592, 1010, 2088, 999]
     assert ours.encode("Hello, world!", add_special_tokens=True) == [101, 7592, 1010, 2088, 999, 102]

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..unicode.bert import CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_DROP, F_MARK, F_PUNCT, F_SPACE, LOW_SHIFT
+from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_DROP, F_MARK, F_PUNCT, F_SPACE, LOW_SHIFT,
+                            MAX_EXPAND)
 from .jit import njit
 
 __all__ = ["fill_pairs", "NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_WHITESPACE_SPLIT", "build_double_array", "encode_text",
@@ -214,8 +215,9 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
     n_pend = 0
     n_add = len(add_ids)
     pcap = len(pend)
-    stage = np.empty(pcap + 16, np.int64)
-    norm = np.empty(4 * (pcap + 16) + 1, np.int64)
+    # a step stages the marks held back plus one character's (3 with Chinese spacing) decompositions
+    stage = np.empty(pcap + 3 * MAX_EXPAND + 4, np.int64)
+    norm = np.empty(MAX_EXPAND * len(stage) + 1, np.int64)
     strip = (opts & O_STRIP) != 0
     lower = (opts & O_LOWER) != 0
     i = lo

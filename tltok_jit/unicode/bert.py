@@ -13,6 +13,13 @@ Entry e is seq[seq_off[e]:seq_off[e + 1]] (code points). The sets come from `ber
 `tokenizers` by `bert_generate`, independent of the Python version); decompositions and combining
 classes are `unicodedata`'s for the characters those sets name (values that never change once
 assigned). Everything a kernel indexes is validated in `_validate`.
+
+Measured differences from any one Unicode version (tokenizers 0.23.3; `tests/test_wordpiece.py`):
+unassigned code points are kept by clean_text (its "other" set has no Cn) and 13 format characters
+newer than its tables are kept too; U+1734 is a nonspacing mark and U+166D, U+111C9 punctuation (their
+old categories), while 104 newer punctuation characters are not punctuation and 384 newer marks are
+not stripped; NFD does not know 99 newer combining characters (no class, no decomposition: U+11938);
+lowercase is Rust's Unicode 17 (55 mappings beyond Python 3.11's unicodedata 14: Garay, U+A7CB...).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ CCC_SHIFT = 8
 DEC_SHIFT = 16
 LOW_SHIFT = 36
 ENTRY_MASK = (1 << 20) - 1
+MAX_EXPAND = 4  # code points of a decomposition or a lowercase mapping, at most
 
 # HF's is_chinese_char (normalizers/bert.rs): these blocks, whatever is assigned in them
 CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
@@ -106,6 +114,8 @@ def _validate(t: BertTables) -> None:
         raise ValueError("corrupt BERT character table (entries)")
     if t.seq_off[0] != 0 or (np.diff(t.seq_off) < 0).any() or t.seq_off[-1] != len(t.seq):
         raise ValueError("corrupt BERT character table (offsets)")
+    if t.max_expand > MAX_EXPAND:  # the kernel's buffers hold MAX_EXPAND code points per character
+        raise ValueError(f"BERT character table: an entry of {t.max_expand} code points (at most {MAX_EXPAND})")
     if len(t.seq) and (int(t.seq.min()) < 0 or int(t.seq.max()) > 0x10FFFF
                        or ((t.seq >= 0xD800) & (t.seq < 0xE000)).any()):
         raise ValueError("corrupt BERT character table (code points)")
