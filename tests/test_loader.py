@@ -229,3 +229,17 @@ def test_torch_dataloader_workers_read_disjoint_shares(corpus):
     # two workers give the same rows as rank 0 and 1 of two without workers
     ranks = [_rows_seen(make(corpus, rank=r, world_size=2, return_doc_index=True)) for r in range(2)]
     assert set(_rows_seen(batches)) == set(ranks[0]) | set(ranks[1])
+
+
+def test_text_spelling_a_special_token_is_text(corpus, tmp_path):
+    _, enc, _ = corpus
+    pq.write_table(pa.table({"text": ["a <|endoftext|> b", "plain"]}), tmp_path / "s.parquet")
+    loader = TokenBatches(str(tmp_path / "s.parquet"), enc, seq_len=32, batch_size=1, shuffle=False,
+                          return_doc_index=True)
+    (b,) = list(loader)
+    n = len(enc.encode_ordinary("a <|endoftext|> b"))
+    assert b["input_ids"][0, :n].tolist() == enc.encode_ordinary("a <|endoftext|> b")
+    (b,) = list(TokenBatches(str(tmp_path / "s.parquet"), enc, seq_len=32, batch_size=1, shuffle=False,
+                             allowed_special="all"))
+    want = enc.encode("a <|endoftext|> b", allowed_special="all")
+    assert EOS in want and b["input_ids"][0, :len(want)].tolist() == want

@@ -440,3 +440,8 @@ def test_warm_compiles_the_production_types():
             pack([np.array([1, 2], np.int64)], 4, strategy=strategy, long_documents="drop", dtype=dtype)
     after = {f: len(getattr(k, f).signatures) for f in before}
     assert after == before, "pack compiled a variant warm() does not"
+
+
+def test_two_dimensional_array_is_rows_of_one_length():
+    rows = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32)
+    assert pack(rows, 4, strategy="pad").input_ids.tolist() == [[1, 2, 3, 0], [4, 5, 6, 0]]

@@ -25,8 +25,10 @@ How the data is cut, so that the batches are a pure function of the options and 
   equal those of an uninterrupted run; a state from other options or files is refused, naming what
   differs.
 
-Null texts are skipped and counted (`stats["null_rows"]`); memory holds two windows of text and ids,
-their packed rows and one row group of the column.
+Text is encoded as `encode_ordinary` would (a row that spells "<|endoftext|>" gets the ids of that
+text) unless `allowed_special` names special tokens to match. Null texts are skipped and counted
+(`stats`: counts of this process's iteration, not part of the state); memory holds two windows of
+text and ids, their packed rows and one row group of the column.
 
 A training loop (torch; `torch_dataset` wraps the batches as tensors):
 
@@ -108,7 +110,7 @@ class TokenBatches:
                  num_threads: int | None = None, eos_id: int | None = None, bos_id: int | None = None,
                  pad_id: int = 0, long_documents: str = "split", shuffle: bool = True, epochs: int | None = 1,
                  drop_last: bool = False, block_rows: int = 1024, dtype: str = "int64",
-                 return_doc_index: bool = False):
+                 return_doc_index: bool = False, allowed_special=frozenset()):
         from .packing import _DTYPES, _choice, _token
 
         self.seq_len = _int_arg(seq_len, "seq_len", 2)
@@ -139,6 +141,9 @@ class TokenBatches:
         if not callable(getattr(tokenizer, "encode_arrow", None)):
             raise PackingError("tokenizer must have encode_arrow (a tltok_jit Encoding)", "tokenizer")
         self.tokenizer = tokenizer
+        # text that spells a special token is text (as encode_ordinary): training data is not trusted
+        # to hold control tokens, and one such row must not stop a run
+        self.allowed_special = allowed_special if allowed_special == "all" else frozenset(allowed_special)
         self.files = _expand(source)
         self._row_groups = self._read_layout()
         self._position = (0, 0, 0)  # (epoch, window, rows of the window handed out)
@@ -179,7 +184,8 @@ class TokenBatches:
                 "strategy": self.strategy, "column": self.column, "eos_id": self.eos_id, "bos_id": self.bos_id,
                 "pad_id": self.pad_id, "long_documents": self.long_documents, "shuffle": self.shuffle,
                 "epochs": self.epochs, "drop_last": self.drop_last, "block_rows": self.block_rows,
-                "dtype": self.dtype, "tokenizer": f"{getattr(enc, 'name', type(enc).__name__)}/{getattr(enc, 'n_vocab', '')}",
+                "dtype": self.dtype, "allowed_special": sorted(self.allowed_special) if self.allowed_special != "all"
+                else "all", "tokenizer": f"{getattr(enc, 'name', type(enc).__name__)}/{getattr(enc, 'n_vocab', '')}",
                 "source": files.hexdigest()}
 
     def _share_blocks(self, epoch: int, share: int, shares: int) -> list[tuple[int, int, int, int, int]]:
@@ -230,7 +236,8 @@ class TokenBatches:
             return None
         z = min(a + self.shuffle_buffer, int(cum[-1]))
         texts, rows = reader.read(blocks, cum, a, z)
-        ids = self.tokenizer.encode_arrow(texts, num_threads=self.num_threads)
+        ids = self.tokenizer.encode_arrow(texts, num_threads=self.num_threads, allowed_special=self.allowed_special,
+                                          disallowed_special=())
         values, starts, counts, valid = _lists(ids)
         rows = rows[valid]
         nulls = len(valid) - int(valid.sum()) if valid.dtype == np.bool_ else 0

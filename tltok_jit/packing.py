@@ -235,6 +235,10 @@ def documents(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return _from_padded(ids["input_ids"], ids["attention_mask"])
     if hasattr(ids, "input_ids") and hasattr(ids, "attention_mask"):
         return _from_padded(ids.input_ids, ids.attention_mask)
+    if isinstance(ids, np.ndarray) and ids.ndim == 2:  # rows of one length, no padding
+        n, width = ids.shape
+        offsets = np.arange(n + 1, dtype=np.int64) * width
+        return _as_ids(np.ascontiguousarray(ids).reshape(-1), offsets, "ids"), offsets[:-1], np.full(n, width, np.int64)
     if isinstance(ids, (str, bytes)) or (isinstance(ids, np.ndarray) and ids.ndim != 1):
         raise PackingError(f"ids must be a list column, a list of id arrays or a padded batch, not "
                            f"{type(ids).__name__}", "ids")
@@ -248,7 +252,7 @@ def pack(ids, seq_len: int, *, strategy: str = "bfd", eos_id: int | None = None,
     """Pack the documents of `ids` into rows of `seq_len` ids (see this module's docstring).
 
     `ids`: a `list<uint32>` Arrow column (any integer list or large_list, chunked or sliced), a list
-    of id arrays, or a padded batch (`PaddedBatch`, or a mapping with input_ids and
+    of id arrays, a 2-D array (rows of one length), or a padded batch (`PaddedBatch`, or a mapping with input_ids and
     attention_mask). `vocab_size`, when given, bounds eos_id, bos_id, pad_id and every id.
 
     >>> b = pack([[1, 2, 3], [4, 5], [6]], 4, pad_id=9)
