@@ -212,7 +212,7 @@ def main(argv: list[str]) -> int:
             "",
         ]
         out = Path(args.out)
-        out.write_text("\n".join(head) + table + "\n")
+        out.write_text("\n".join(head) + "\n" + table + "\n")
         out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 
