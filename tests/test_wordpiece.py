@@ -249,6 +249,12 @@ def test_other_files_still_load_as_bpe(shared_path):
     assert enc.encode("hello world") == [31373, 995]
 
 
+def test_batch_with_special_tokens(ours, hf):
+    texts = EDGE[:12] + ["Hello, world!"]
+    assert ours.encode_batch(texts, add_special_tokens=True) == hf_ids(hf, texts, add_special_tokens=True)
+    assert [ours.encode(t, add_special_tokens=True) for t in texts] == hf_ids(hf, texts, add_special_tokens=True)
+
+
 def test_known_ids(ours):
     assert ours.encode("Hello, world!") == [7592, 1010, 2088, 999]
     assert ours.encode("Hello, world!", add_special_tokens=True) == [101, 7592, 1010, 2088, 999, 102]
