@@ -361,6 +361,16 @@ def test_decode_incremental_and_pieces(ours, hf):
     assert "".join(ours.token_pieces(ids)) == ours.decode(ids)
 
 
+@SETTINGS
+@given(st.lists(st.integers(0, 30521), max_size=40), st.lists(st.integers(0, 60), max_size=6))
+def test_decode_incremental_any_cuts(ours, hf, ids, cuts):
+    from kinds_contract import check_incremental, check_pieces
+
+    check_incremental(ours, ids, cuts)
+    check_pieces(ours, ids)
+    assert ours.decode(ids) == hf.decode(ids)
+
+
 # ------------------------------------------------------------------ Arrow columns and threads
 
 def test_arrow_columns(ours, hf):

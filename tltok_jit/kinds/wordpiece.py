@@ -345,24 +345,48 @@ class WordPieceTokenizer(Tokenizer):
         return C.id_columns(column, self.vocab_size, decode_chunk)
 
     # ------------------------------------------------------------------ decode
-    def _decode_checked(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+    def _pieces(self, ids: list[int], first: bool, skip_special_tokens: bool = True) -> list[str]:
+        """Each id's text in the decoder's output (dropped ids: ""); `first`: no kept token came before.
+        A token's text depends only on itself and on whether it is the first kept one."""
         table = self.model.id_to_token
         special = self.special_ids if skip_special_tokens else frozenset()
-        tokens = [table[i] for i in ids if i not in special and table[i] is not None]
         dec = self.model.decoder
-        if dec is None:
-            return " ".join(tokens)
-        prefix, cleanup = dec
+        prefix, cleanup = dec if dec is not None else ("", False)
         out = []
-        for n, tok in enumerate(tokens):
-            if n:
-                tok = tok[len(prefix):] if tok.startswith(prefix) else " " + tok
+        for i in ids:
+            tok = table[i]
+            if i in special or tok is None:
+                out.append("")
+                continue
+            if not first:
+                if dec is None:
+                    tok = " " + tok
+                else:
+                    tok = tok[len(prefix):] if tok.startswith(prefix) else " " + tok
             out.append(_decode_cleanup(tok) if cleanup else tok)
-        return "".join(out)
+            first = False
+        return out
+
+    def _decode_checked(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(self._pieces(ids, True, skip_special_tokens))
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """tokenizers' `decode(ids, skip_special_tokens=...)`."""
         return self._decode_checked(self.check_ids(ids), skip_special_tokens)
+
+    def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
+        """O(new ids): a token's text never changes once the next one comes (see `_pieces`)."""
+        parts = self._pieces(self.check_ids(new_ids), not state.get("_started", False))
+        delta = "".join(parts)
+        if delta:
+            state["_started"] = True
+        text = state.pop("text", "")  # the emitted text: with no other reference left, `+=` extends it in place
+        text += delta
+        state["text"] = text
+        return delta
+
+    def token_pieces(self, ids: Sequence[int]) -> list[str]:
+        return self._pieces(self.check_ids(ids), True)
 
     def id_to_token(self, i: int) -> str | None:
         return self.model.id_to_token[i] if 0 <= i < self.vocab_size else None
