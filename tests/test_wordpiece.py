@@ -648,3 +648,15 @@ def test_canonical_order_of_spacing_marks(tmp_path):
     for w in words:
         assert ours.encode(w) == tok.encode(w, add_special_tokens=False).ids, w
         assert ref_encode(ours, w) == tok.encode(w, add_special_tokens=False).ids, w
+
+
+@pytest.mark.parametrize("max_chars", [0, 1, 5])
+def test_max_input_chars_per_word(minilm_path, tmp_path, max_chars):
+    path = _edited(minilm_path, tmp_path, lambda d: d["model"].update(max_input_chars_per_word=max_chars))
+    ours = tltok_jit.from_file(path)
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.no_padding()
+    hf.no_truncation()
+    texts = ["a ab abcde abcdef éééééé 中文 , !", "x" * 7 + "[SEP]" + "y" * 3] + EDGE
+    assert ours.encode_batch(texts) == hf_ids(hf, texts)
+    assert [ref_encode(ours, t) for t in texts] == hf_ids(hf, texts)
