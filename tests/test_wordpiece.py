@@ -660,3 +660,22 @@ def test_max_input_chars_per_word(minilm_path, tmp_path, max_chars):
     texts = ["a ab abcde abcdef éééééé 中文 , !", "x" * 7 + "[SEP]" + "y" * 3] + EDGE
     assert ours.encode_batch(texts) == hf_ids(hf, texts)
     assert [ref_encode(ours, t) for t in texts] == hf_ids(hf, texts)
+
+
+def test_added_tokens_beyond_the_vocabulary(minilm_path, tmp_path):
+    def edit(d):
+        d["added_tokens"] += [{"id": 30522, "content": "<new>", "single_word": False, "lstrip": False,
+                               "rstrip": False, "normalized": False, "special": False},
+                              {"id": 30523, "content": "<new>er", "single_word": False, "lstrip": False,
+                               "rstrip": False, "normalized": False, "special": True}]
+    path = _edited(minilm_path, tmp_path, edit)
+    ours = tltok_jit.from_file(path)
+    hf = tokenizers.Tokenizer.from_file(path)
+    hf.no_padding()
+    hf.no_truncation()
+    texts = ["a <new> b", "<new>er<new>", "x<new>ery", "<NEW> <ne w>"]
+    assert ours.vocab_size == 30524 and ours.special_ids == {0, 100, 101, 102, 103, 30523}
+    assert ours.encode_batch(texts) == hf_ids(hf, texts)
+    for ids in hf_ids(hf, texts, add_special_tokens=True):
+        assert ours.decode(ids) == hf.decode(ids)
+        assert ours.decode(ids, skip_special_tokens=False) == hf.decode(ids, skip_special_tokens=False)
