@@ -26,8 +26,8 @@ from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_DROP, F_M
                             MAX_EXPAND)
 from .jit import njit
 
-__all__ = ["fill_pairs", "NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_WHITESPACE_SPLIT", "build_double_array", "encode_text",
-           "encode_rows", "trie_lookup", "warm"]
+__all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
+           "compact", "encode_rows", "encode_text", "fill_pairs", "trie_lookup", "warm"]
 
 NEED_OUT = -1   # the output buffer is full
 NEED_PEND = -2  # a run of combining marks outgrew the reordering buffer
