@@ -78,7 +78,7 @@ def test_source_hash_changes_with_any_kernel_source(tmp_path):
     copy = tmp_path / "tltok_jit"
     shutil.copytree(numba_cache.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = numba_cache.kernel_source_hash(str(copy))
-    (copy / "cli.py").write_text((copy / "cli.py").read_text() + "\n# not a kernel source\n")
+    (copy / "integrations" / "cli.py").write_text((copy / "integrations" / "cli.py").read_text() + "\n# not a kernel source\n")
     assert numba_cache.kernel_source_hash(str(copy)) == before
     helper = copy / "kernels" / "hashing.py"
     helper.write_text(helper.read_text() + "\n# an edited helper\n")
@@ -158,7 +158,7 @@ def test_first_use_answers_at_once_and_one_worker_compiles(tmp_path, tiktoken_or
 def test_foreground_mode_never_starts_a_worker(tmp_path):
     env = _env(tmp_path)
     env["TLTOK_COMPILE"] = "foreground"
-    code = "from tltok_jit import warm; print(warm.background_enabled())"
+    code = "from tltok_jit.compile import background as warm; print(warm.background_enabled())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -168,7 +168,7 @@ def test_background_is_the_default(tmp_path, mode):
     env = _env(tmp_path)
     if mode:
         env["TLTOK_COMPILE"] = mode
-    code = "from tltok_jit import warm; print(warm.background_enabled())"
+    code = "from tltok_jit.compile import background as warm; print(warm.background_enabled())"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
 

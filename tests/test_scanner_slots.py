@@ -31,7 +31,7 @@ def _run(code: str) -> object:
 
 USE_O200K = """
 import json, pyarrow as pa, tltok_jit
-from tltok_jit import arrow
+from tltok_jit.columns import arrow
 from tltok_jit.kernels import scan
 enc = tltok_jit.get_encoding("o200k_base")
 enc.encode("hello world"); enc.encode("x" * 5000); enc.encode_batch(["a b", "c d"] * 50, num_threads=2)

@@ -103,7 +103,7 @@ def worker_env() -> dict:
     by hand rather than installed)."""
     env = dict(os.environ)
     env["TLTOK_COMPILE"] = "foreground"
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(jit.PACKAGE_DIR)  # the folder holding this copy of tltok_jit
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
     return env
 

@@ -831,7 +831,7 @@ def cmd_warmup(args) -> int:
 
 
 def _repo_bench() -> Path | None:
-    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):  # the checkout holding tltok_jit/
         p = root / "bench" / "run.py"
         if p.is_file():
             return p
