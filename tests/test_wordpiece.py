@@ -682,3 +682,13 @@ def test_added_tokens_beyond_the_vocabulary(minilm_path, tmp_path):
     for ids in hf_ids(hf, texts, add_special_tokens=True):
         assert ours.decode(ids) == hf.decode(ids)
         assert ours.decode(ids, skip_special_tokens=False) == hf.decode(ids, skip_special_tokens=False)
+
+
+def test_calls_from_several_python_threads(ours, hf, udhr):
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = list(udhr.values())[:24]
+    want = hf_ids(hf, texts)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda k: ours.encode_batch(texts[k:] + texts[:k], num_threads=2), range(8)))
+    assert all(g == want[k:] + want[:k] for k, g in enumerate(got))

@@ -79,21 +79,6 @@ def _decode_cleanup(s: str) -> str:
             .replace(" 've", "'ve").replace(" 're", "'re"))
 
 
-class _Workers:
-    """Per-worker scratch buffers of the kernels."""
-
-    def __init__(self, word_bytes: int):
-        self.word_bytes = word_bytes
-        self.pend: list[np.ndarray] = []
-        self.word: list[np.ndarray] = []
-
-    def get(self, n: int):
-        while len(self.pend) < n:
-            self.pend.append(np.empty(PEND, np.int64))
-            self.word.append(np.empty(self.word_bytes, np.uint8))
-        return self.pend, self.word
-
-
 def _on_threads(n: int, work) -> None:
     if n <= 1:
         work(0)
@@ -149,8 +134,6 @@ class WordPieceTokenizer(Tokenizer):
                        K.ascii_table(t.stage1, t.stage2, model.pre_mode, opts), *_added(model.added))
         self._word_bytes = 4 * model.max_chars + 8
         self._local = threading.local()
-        self._workers = _Workers(self._word_bytes)
-        self._lock = threading.Lock()
         tpl = model.template
         self._prefix_ids: tuple = ()
         self._suffix_ids: tuple = ()
@@ -225,13 +208,15 @@ class WordPieceTokenizer(Tokenizer):
         cuts = np.searchsorted(cum, (np.arange(1, threads) * (int(cum[-1]) if n else 0)) // threads, side="right")
         bounds = np.concatenate(([0], cuts, [n])).astype(np.int64)
         args = (bufs, _ro(rbuf), _ro(rstart), _ro(rlen), _ro(valid), _ro(ro), out, counts, status)
-        with self._lock:
-            pends, words = self._workers.get(threads)
+        # each worker's scratch is its own and made per call (a few hundred bytes): calls from several
+        # Python threads run side by side
+        wb = self._word_bytes
 
-            def work(w: int) -> None:
-                K.encode_rows(bounds[w], bounds[w + 1], *args, pends[w], words[w], *self._kargs)
+        def work(w: int) -> None:
+            K.encode_rows(bounds[w], bounds[w + 1], *args, np.empty(PEND, np.int64), np.empty(wb, np.uint8),
+                          *self._kargs)
 
-            _on_threads(threads, work)
+        _on_threads(threads, work)
         off = np.empty(n + 1, np.int64)
         m = int(K.compact(out, ro, counts, off))
         return out[:m], off, status
