@@ -135,11 +135,11 @@ def ref_words(text: str, mode: int) -> list[str]:
         return [text] if text else []
     words, cur = [], []
     for c in text:
-        if ord(c) in space:
+        if ord(c) in space and mode != K.PRE_PUNCT:
             if cur:
                 words.append("".join(cur))
             cur = []
-        elif mode == K.PRE_BERT and ord(c) in punct:
+        elif mode in (K.PRE_BERT, K.PRE_PUNCT) and ord(c) in punct:
             if cur:
                 words.append("".join(cur))
             words.append(c)
@@ -505,6 +505,8 @@ def _trained_json(tmp: str, udhr_key: tuple, options: str) -> str:
     if opts["normalizer"] is not None:
         tok.normalizer = normalizers.BertNormalizer(**opts["normalizer"])
     tok.pre_tokenizer = {"bert": pre_tokenizers.BertPreTokenizer(), "ws": pre_tokenizers.WhitespaceSplit(),
+                         "punct": pre_tokenizers.Punctuation(),
+                         "seq": pre_tokenizers.Sequence([pre_tokenizers.Punctuation(), pre_tokenizers.WhitespaceSplit()]),
                          None: None}[opts["pre"]]
     trainer = trainers.WordPieceTrainer(vocab_size=opts["vocab"], continuing_subword_prefix=opts["prefix"],
                                         special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
@@ -533,6 +535,8 @@ VARIANTS = [
          prefix="##"),
     dict(normalizer=None, pre="bert", post=None, decoder=True, cleanup=True, prefix=""),
     dict(normalizer=dict(lowercase=True), pre=None, post=None, decoder=True, cleanup=True, prefix="##"),
+    dict(normalizer=dict(lowercase=True), pre="punct", post="template", decoder=True, cleanup=True, prefix="##"),
+    dict(normalizer=dict(lowercase=False), pre="seq", post="bert", decoder=True, cleanup=True, prefix="##"),
 ]
 
 
@@ -568,6 +572,8 @@ REFUSED = [
     ("normalizer.type", lambda d: d.update(normalizer={"type": "Lowercase"})),
     ("normalizer.strip_accents", lambda d: d["normalizer"].update(strip_accents="yes")),
     ("pre_tokenizer.type", lambda d: d.update(pre_tokenizer={"type": "Whitespace"})),
+    ("pre_tokenizer.pretokenizers[1].behavior", lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "WhitespaceSplit"}, {"type": "Punctuation", "behavior": "Removed"}]})),
     ("post_processor.type", lambda d: d.update(post_processor={"type": "RobertaProcessing"})),
     ("decoder.type", lambda d: d.update(decoder={"type": "BPEDecoder"})),
     ("added_tokens[0].lstrip", lambda d: d["added_tokens"][0].update(lstrip=True)),

@@ -7,8 +7,8 @@ One pass over a text's bytes, as `tokenizers` runs a WordPiece tokenizer.json:
    NUL, U+FFFD, control / format / private-use characters; whitespace -> ' '), Chinese characters
    spaced, accent stripping (NFD, canonical reordering of each run of non-starters, nonspacing marks
    dropped), then lowercase (one character may become several);
-3. the normalized characters are split into words on whitespace and (mode PRE_BERT) around each
-   punctuation character;
+3. the normalized characters are split into words on whitespace (modes PRE_BERT, PRE_WHITESPACE_SPLIT)
+   and around each punctuation character (PRE_BERT, PRE_PUNCT);
 4. each word is cut greedily into the longest vocabulary token at each position (a `##`-prefixed
    one after the first), over a double-array trie; a word with more than `max_chars` characters, or
    with a position no token starts, is one `unk` id.
@@ -26,7 +26,7 @@ from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_DROP, F_M
                             MAX_EXPAND)
 from .jit import njit
 
-__all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
+__all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_PUNCT", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
            "compact", "encode_rows", "encode_text", "fill_pairs", "trie_lookup", "warm"]
 
 NEED_OUT = -1   # the output buffer is full
@@ -35,6 +35,7 @@ NEED_PEND = -2  # a run of combining marks outgrew the reordering buffer
 PRE_BERT = 0              # BertPreTokenizer: split on whitespace, isolate punctuation
 PRE_WHITESPACE_SPLIT = 1  # WhitespaceSplit: split on whitespace only
 PRE_NONE = 2              # no pre-tokenizer: a segment is one word
+PRE_PUNCT = 3             # Punctuation (isolated): isolate punctuation only
 
 # ASCII classes (`ascii_table`)
 A_DROP = 0
@@ -334,9 +335,9 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
             for dk in range(d0, d1):
                 y = np.int64(seq[dk]) if e != 0 else x
                 yi = s2[(np.int64(s1[y >> 8]) << 8) | (y & 255)] if e != 0 else xi
-                if (yi & F_SPACE) and pre_mode != PRE_NONE:
+                if (yi & F_SPACE) and (pre_mode == PRE_BERT or pre_mode == PRE_WHITESPACE_SPLIT):
                     cls = A_SPACE
-                elif pre_mode == PRE_BERT and (yi & F_PUNCT):
+                elif (yi & F_PUNCT) and (pre_mode == PRE_BERT or pre_mode == PRE_PUNCT):
                     cls = A_PUNCT
                 else:
                     cls = A_WORD
@@ -585,9 +586,9 @@ def ascii_table(s1, s2, pre_mode: int, opts: int) -> np.ndarray:
             if (opts & O_CLEAN) and (f & F_SPACE):
                 out = 32
                 f = int(s2[int(s1[0]) * 256 + 32])
-            if (f & F_SPACE) and pre_mode != PRE_NONE:
+            if (f & F_SPACE) and pre_mode in (PRE_BERT, PRE_WHITESPACE_SPLIT):
                 cls = A_SPACE
-            elif pre_mode == PRE_BERT and (f & F_PUNCT):
+            elif (f & F_PUNCT) and pre_mode in (PRE_BERT, PRE_PUNCT):
                 cls = A_PUNCT
             else:
                 cls = A_WORD

@@ -6,7 +6,8 @@ Supported subset (anything else is refused with `UnsupportedTokenizerError` nami
   "" included), `max_input_chars_per_word` (0 .. 2**20).
 * normalizer: null or `BertNormalizer` with any `clean_text`, `handle_chinese_chars`, `strip_accents`
   (null: follows `lowercase`, as HF) and `lowercase`.
-* pre_tokenizer: `BertPreTokenizer`, `WhitespaceSplit`, or null (the whole text one word).
+* pre_tokenizer: `BertPreTokenizer`, `WhitespaceSplit`, `Punctuation` (behavior Isolated), a `Sequence`
+  of them, or null (the whole text one word).
 * post_processor: null, `TemplateProcessing` (single and pair templates), `BertProcessing`.
 * decoder: `WordPiece` (prefix, cleanup) or null (tokens joined by spaces, as HF).
 * added_tokens: `special`; `normalized` true only without a normalizer; `lstrip` / `rstrip` /
@@ -22,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
-from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_WHITESPACE_SPLIT
+from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_PUNCT, PRE_WHITESPACE_SPLIT
 from .hf_json import _AddedVocab, _added_token, _assign_ids, _check_vocab_ids, _config_added, _load_json, _shown
 
 __all__ = ["BertNormalizerSpec", "Padding", "PRE_NONE", "Template", "Truncation", "WordPieceModel",
@@ -141,16 +142,37 @@ def _normalizer(obj, where: str) -> BertNormalizerSpec | None:
                               strip_accents=lower if strip is None else strip, lowercase=lower)
 
 
-def _pre_tokenizer(obj, where: str) -> int:
-    if obj is None:
-        return PRE_NONE
+def _pre_step(obj, where: str, fieldname: str) -> int:
+    """One pre-tokenizer as (splits on whitespace, isolates punctuation) bits: 1 | 2."""
     t = obj.get("type") if isinstance(obj, dict) else obj
     if t == "BertPreTokenizer":
-        return PRE_BERT
+        return 3
     if t == "WhitespaceSplit":
-        return PRE_WHITESPACE_SPLIT
-    raise UnsupportedTokenizerError(where, "pre_tokenizer.type", t,
-                                    "WordPiece files: BertPreTokenizer, WhitespaceSplit or null")
+        return 1
+    if t == "Punctuation":
+        behavior = obj.get("behavior", "Isolated")
+        if behavior != "Isolated":
+            raise UnsupportedTokenizerError(where, f"{fieldname}.behavior", behavior, "Isolated only")
+        return 2
+    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "WordPiece files: BertPreTokenizer, "
+                                    "WhitespaceSplit, Punctuation (isolated), a Sequence of them, or null")
+
+
+def _pre_tokenizer(obj, where: str) -> int:
+    """The kernel's pre-tokenizer mode. Splitting on whitespace and isolating punctuation commute
+    (neither creates what the other splits on), so a Sequence is the union of its steps."""
+    if obj is None:
+        return PRE_NONE
+    if isinstance(obj, dict) and obj.get("type") == "Sequence":
+        steps = obj.get("pretokenizers")
+        if not isinstance(steps, list):
+            raise TokenizerFileError(f"{where}: pre_tokenizer.pretokenizers must be a list")
+        bits = 0
+        for k, step in enumerate(steps):
+            bits |= _pre_step(step, where, f"pre_tokenizer.pretokenizers[{k}]")
+    else:
+        bits = _pre_step(obj, where, "pre_tokenizer")
+    return {0: PRE_NONE, 1: PRE_WHITESPACE_SPLIT, 2: PRE_PUNCT, 3: PRE_BERT}[bits]
 
 
 def _special_ids(name, specials: dict, known: set, where: str, fieldname: str) -> tuple:
