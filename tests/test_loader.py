@@ -243,3 +243,19 @@ def test_text_spelling_a_special_token_is_text(corpus, tmp_path):
                              allowed_special="all"))
     want = enc.encode("a <|endoftext|> b", allowed_special="all")
     assert EOS in want and b["input_ids"][0, :len(want)].tolist() == want
+
+
+def test_in_memory_sources_read_like_the_files(corpus):
+    folder, enc, texts = corpus
+    table = pa.concat_tables([pq.read_table(p) for p in sorted(folder.glob("*.parquet"))])
+    want = list(make(corpus, shuffle=False, return_doc_index=True))
+    args = dict(seq_len=SEQ, batch_size=4, shuffle_buffer=64, block_rows=16, eos_id=EOS, num_threads=1,
+                shuffle=False, return_doc_index=True)
+    assert same(list(TokenBatches(table, enc, **args)), want)
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset(table)
+    assert same(list(TokenBatches(ds, enc, **args)), want)
+    # a selection of a Dataset is read as selected
+    picked = ds.select(range(len(ds) - 1, -1, -1))
+    got = _rows_seen(TokenBatches(picked, enc, **args))
+    assert sorted(got) == sorted(i for i, t in enumerate(texts[::-1]) if t is not None)

@@ -445,3 +445,19 @@ def test_warm_compiles_the_production_types():
 def test_two_dimensional_array_is_rows_of_one_length():
     rows = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int32)
     assert pack(rows, 4, strategy="pad").input_ids.tolist() == [[1, 2, 3, 0], [4, 5, 6, 0]]
+
+
+def test_rows_laid_out_in_a_shuffled_order():
+    from tltok_jit.packing import documents, pack_documents
+
+    docs = [list(range(1, n + 1)) for n in (5, 3, 9, 2, 7, 1, 4, 6, 2, 8)]
+    values, starts, counts = documents(docs)
+    plain = pack_documents(values, starts, counts, 8, strategy="bfd", eos=0)
+    order = np.random.default_rng(3).permutation(len(plain))
+    mixed = pack_documents(values, starts, counts, 8, strategy="bfd", eos=0, rng=np.random.default_rng(3))
+    assert mixed.input_ids.tolist() == plain.input_ids[order].tolist()
+    assert mixed.labels.tolist() == plain.labels[order].tolist()
+    assert mixed.seq_lens.tolist() == plain.seq_lens[order].tolist()
+    seg = plain.row_segments
+    assert mixed.doc_index.tolist() == [x for r in order for x in plain.doc_index[seg[r]:seg[r + 1]].tolist()]
+    check_properties(mixed, docs, 8, None, 0, True)

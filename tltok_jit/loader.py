@@ -1,7 +1,8 @@
 """Training batches from Parquet text: read, tokenize, pack, batch, and resume exactly.
 
 `TokenBatches(source, tokenizer, seq_len=..., batch_size=...)` reads the `column` of Parquet files
-(paths, folders, globs), tokenizes it with `tokenizer.encode_arrow`, packs the documents with
+(paths, folders, globs; or an in-memory pyarrow Table or HF `datasets.Dataset`, cut into row groups
+of 65,536 rows and copied to each DataLoader worker), tokenizes it with `tokenizer.encode_arrow`, packs the documents with
 `tltok_jit.packing` and yields dicts of numpy arrays: input_ids, labels, position_ids [batch_size,
 seq_len] (the packing's dtype), seq_lens [batch_size, K] int32 (segments then padding, 0 after; K is
 the widest row of the batch), cu_seqlens [M + 1] int32 and max_seqlen (FlashAttention's varlen
@@ -28,7 +29,9 @@ How the data is cut, so that the batches are a pure function of the options and 
 Text is encoded as `encode_ordinary` would (a row that spells "<|endoftext|>" gets the ids of that
 text) unless `allowed_special` names special tokens to match. Null texts are skipped and counted
 (`stats`: counts of this process's iteration, not part of the state); memory holds two windows of
-text and ids, their packed rows and one row group of the column.
+text and ids, their packed rows and one row group of the column. The rows of a window are laid out
+in their shuffled order, so a batch within one window is a view of them (no copy): it keeps that
+window's rows alive while it is referenced.
 
 A training loop (torch; `torch_dataset` wraps the batches as tensors):
 
@@ -64,6 +67,21 @@ _MAGIC = ("tltok_jit.loader", STATE_VERSION)
 class ResumeError(PackingError):
     """A state given to `TokenBatches.load_state_dict` belongs to other options, files or shares;
     `argument` names the first that differs."""
+
+
+_TABLE_GROUP = 1 << 16  # rows of an in-memory table taken as one row group
+
+
+def _as_table(source):
+    """A pyarrow Table of an in-memory source (a pyarrow Table, or a Hugging Face `datasets.Dataset`,
+    its selection and order applied), or None for paths."""
+    module = type(source).__module__.partition(".")[0]
+    if module == "pyarrow" and hasattr(source, "column_names"):
+        return source
+    if module == "datasets" and hasattr(source, "with_format"):
+        ds = source.flatten_indices() if getattr(source, "_indices", None) is not None else source
+        return ds.with_format("arrow")[:]
+    return None
 
 
 def _expand(source) -> list[str]:
@@ -144,7 +162,8 @@ class TokenBatches:
         # text that spells a special token is text (as encode_ordinary): training data is not trusted
         # to hold control tokens, and one such row must not stop a run
         self.allowed_special = allowed_special if allowed_special == "all" else frozenset(allowed_special)
-        self.files = _expand(source)
+        self._table = _as_table(source)
+        self.files = [] if self._table is not None else _expand(source)
         self._row_groups = self._read_layout()
         self._position = (0, 0, 0)  # (epoch, window, rows of the window handed out)
         self._shares = None  # (share, shares) of the running iteration
@@ -157,6 +176,15 @@ class TokenBatches:
         import pyarrow.parquet as pq
 
         out, base = [], 0
+        if self._table is not None:
+            if self.column not in self._table.column_names:
+                raise PackingError(f"the table has no column {self.column!r} (it has {self._table.column_names})",
+                                   "column")
+            n = self._table.num_rows
+            out = [(0, g, min(_TABLE_GROUP, n - g * _TABLE_GROUP), g * _TABLE_GROUP)
+                   for g in range(-(-n // _TABLE_GROUP))]
+            self.total_rows = n
+            return out
         for f, path in enumerate(self.files):
             meta = pq.ParquetFile(path)
             if self.column not in meta.schema_arrow.names:
@@ -173,11 +201,14 @@ class TokenBatches:
         """What a state must match: the options that shape the batches, and the files."""
         import hashlib
 
-        # paths relative to the files' common folder: a moved copy of the data resumes
-        root = os.path.commonpath([os.path.dirname(f) for f in self.files])
         files = hashlib.sha256()
-        for f, g, n, _ in self._row_groups:
-            files.update(f"{os.path.relpath(self.files[f], root)}\0{g}\0{n}\0".encode())
+        if self._table is not None:  # an in-memory table: its length and schema (its bytes would cost a pass)
+            files.update(f"table\0{self.total_rows}\0{self._table.schema}".encode())
+        else:
+            # paths relative to the files' common folder: a moved copy of the data resumes
+            root = os.path.commonpath([os.path.dirname(f) for f in self.files])
+            for f, g, n, _ in self._row_groups:
+                files.update(f"{os.path.relpath(self.files[f], root)}\0{g}\0{n}\0".encode())
         enc = self.tokenizer
         return {"seq_len": self.seq_len, "batch_size": self.batch_size, "rank": self.rank,
                 "world_size": self.world_size, "shuffle_buffer": self.shuffle_buffer, "seed": self.seed,
@@ -241,6 +272,7 @@ class TokenBatches:
         values, starts, counts, valid = _lists(ids)
         rows = rows[valid]
         nulls = len(valid) - int(valid.sum()) if valid.dtype == np.bool_ else 0
+        rng = None
         if self.shuffle:
             rng = np.random.default_rng([self.seed, epoch, share, shares, window])
             perm = rng.permutation(len(starts))
@@ -249,9 +281,8 @@ class TokenBatches:
                                eos=-1 if self.eos_id is None else self.eos_id,
                                bos=-1 if self.bos_id is None else self.bos_id,
                                split=self.long_documents == "split", pad_id=self.pad_id,
-                               dtype=np.dtype(self.dtype).type, source_rows=rows)
-        order = rng.permutation(len(batch)) if self.shuffle else np.arange(len(batch))
-        return batch, order, nulls
+                               dtype=np.dtype(self.dtype).type, source_rows=rows, rng=rng)
+        return batch, nulls
 
     def __iter__(self) -> Iterator[dict]:
         share, shares = self._default_share()
@@ -268,7 +299,7 @@ class TokenBatches:
         epoch, window, _ = self._position
         if self.epochs is not None and epoch >= self.epochs:
             return
-        reader = _Reader(self.files, self.column)
+        reader = _Reader(self.files, self.column, self._table)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tltok-loader") as pool:
             def at(e, w):
                 return pool.submit(self._window, reader, e, w, share, shares)
@@ -294,24 +325,23 @@ class TokenBatches:
         parts = []  # (packed, row indices) making up the next batch
         have = 0
         skip = self._position[2]
-        for epoch, window, (packed, order, nulls) in self._windows(share, shares):
-            rows = order[skip:]
+        for epoch, window, (packed, nulls) in self._windows(share, shares):
+            lo, n = skip, len(packed)
             if not skip:
                 self._count(packed, nulls)
             skip = 0
-            while len(rows):
-                take = rows[:b - have]
-                rows = rows[b - have:]
-                parts.append((packed, take))
-                have += len(take)
+            while lo < n:
+                hi = min(n, lo + b - have)
+                parts.append((packed, lo, hi))
+                have += hi - lo
+                lo = hi
                 if have == b:
-                    done = len(order) - len(rows)
-                    self._position = (epoch, window, done) if len(rows) else (epoch, window + 1, 0)
+                    self._position = (epoch, window, lo) if lo < n else (epoch, window + 1, 0)
                     yield self._assemble(parts)
                     parts, have = [], 0
         if parts and not self.drop_last:
             self.stats["padding_rows"] += b - have
-            parts.append((None, b - have))
+            parts.append((None, 0, b - have))
             self._position = (self.epochs, 0, 0)  # the end: a state taken now resumes to no batch
             yield self._assemble(parts)
         self._position = (0, 0, 0)  # the next iteration starts over
@@ -327,38 +357,46 @@ class TokenBatches:
         st["rows"] += len(packed)
 
     def _assemble(self, parts) -> dict:
-        """One batch dict from (packed, rows) parts; (None, n): n padding rows."""
+        """One batch dict from (packed, lo, hi) parts (rows lo:hi of a window; packed None: hi - lo
+        padding rows). A batch from one window is views of its rows."""
         s = self.seq_len
         dt = np.dtype(self.dtype)
         ids, labels, pos, lens, docs = [], [], [], [], []
-        for packed, rows in parts:
+        for packed, lo, hi in parts:
             if packed is None:
-                ids.append(np.full((rows, s), self.pad_id, dtype=dt))
-                labels.append(np.full((rows, s), -100, dtype=dt))
-                pos.append(np.broadcast_to(np.arange(s, dtype=dt), (rows, s)))
-                lens.append(np.full((rows, 1), s, dtype=np.int32))
+                n = hi - lo
+                ids.append(np.full((n, s), self.pad_id, dtype=dt))
+                labels.append(np.full((n, s), -100, dtype=dt))
+                pos.append(np.broadcast_to(np.arange(s, dtype=dt), (n, s)))
+                lens.append(np.full((n, 1), s, dtype=np.int32))
                 continue
-            ids.append(packed.input_ids[rows])
-            labels.append(packed.labels[rows])
-            pos.append(packed.position_ids[rows])
-            lens.append(packed.seq_lens[rows])
+            ids.append(packed.input_ids[lo:hi])
+            labels.append(packed.labels[lo:hi])
+            pos.append(packed.position_ids[lo:hi])
+            lens.append(packed.seq_lens[lo:hi])
             if self.return_doc_index:
                 seg = packed.row_segments
-                docs += [packed.doc_index[seg[r]:seg[r + 1]] for r in rows]
-        width = max(x.shape[1] for x in lens)
-        seq_lens = np.zeros((self.batch_size, width), dtype=np.int32)
-        r = 0
-        for x in lens:
-            seq_lens[r:r + len(x), :x.shape[1]] = x
-            r += len(x)
+                docs.append(packed.doc_index[seg[lo]:seg[hi]])
+        if len(lens) == 1:
+            seq_lens = lens[0]
+        else:
+            width = max(x.shape[1] for x in lens)
+            seq_lens = np.zeros((self.batch_size, width), dtype=np.int32)
+            r = 0
+            for x in lens:
+                seq_lens[r:r + len(x), :x.shape[1]] = x
+                r += len(x)
         runs = seq_lens[seq_lens > 0]
         cu = np.zeros(len(runs) + 1, dtype=np.int32)
         np.cumsum(runs, out=cu[1:])
-        out = {"input_ids": np.concatenate(ids), "labels": np.concatenate(labels),
-               "position_ids": np.concatenate(pos), "seq_lens": seq_lens, "cu_seqlens": cu,
-               "max_seqlen": np.int32(runs.max())}
+
+        def join(a):
+            return a[0] if len(a) == 1 else np.concatenate(a)
+
+        out = {"input_ids": join(ids), "labels": join(labels), "position_ids": join(pos), "seq_lens": seq_lens,
+               "cu_seqlens": cu, "max_seqlen": np.int32(runs.max())}
         if self.return_doc_index:
-            out["doc_index"] = np.concatenate(docs) if docs else np.empty((0, 3), np.int64)
+            out["doc_index"] = join(docs) if docs else np.empty((0, 3), np.int64)
         return out
 
 
@@ -366,14 +404,16 @@ class _Reader:
     """Reads rows of the text column, keeping the last row group read (blocks of one row group
     come one after another)."""
 
-    def __init__(self, files: list[str], column: str):
-        self.files, self.column = files, column
+    def __init__(self, files: list[str], column: str, table=None):
+        self.files, self.column, self.source = files, column, table
         self._key = None
         self._table = None
 
     def _row_group(self, f: int, g: int):
         import pyarrow.parquet as pq
 
+        if self.source is not None:
+            return self.source.column(self.column).slice(g * _TABLE_GROUP, _TABLE_GROUP)
         if self._key != (f, g):
             self._table = pq.ParquetFile(self.files[f]).read_row_group(g, columns=[self.column])
             self._key = (f, g)

@@ -296,9 +296,11 @@ def _check_range(values, starts, counts, limit: int, vocab_size: int | None) -> 
 
 def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, seq_len: int, *, strategy: str,
                    eos: int = -1, bos: int = -1, split: bool = True, pad_id: int = 0, dtype=np.int64,
-                   source_rows: np.ndarray | None = None) -> PackedBatch:
+                   source_rows: np.ndarray | None = None, rng: np.random.Generator | None = None) -> PackedBatch:
     """`pack` of checked documents values[starts[d]:starts[d] + counts[d]] (uint32 values, int64
-    starts and counts; eos / bos -1 for none); doc_index names source_rows[d] (default d)."""
+    starts and counts; eos / bos -1 for none); doc_index names source_rows[d] (default d). With
+    `rng` the rows come in the order rng.permutation(rows) gives (laid out in that order, so the
+    rows of a shuffled batch are a slice, not a copy)."""
     ro = kernels.read_only
     values = ro(np.ascontiguousarray(values, dtype=np.uint32))
     starts = ro(np.ascontiguousarray(starts, dtype=np.int64))
@@ -307,6 +309,9 @@ def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, s
     seg_doc, seg_start, seg_len, row_segments, n_split, n_dropped, n_empty = kernels.layout(
         strategy, counts, n_extra, seq_len, split)
     n_rows = len(row_segments) - 1
+    if rng is not None and n_rows > 1:
+        seg_doc, seg_start, seg_len, row_segments = (ro(a) for a in _reorder_rows(
+            rng.permutation(n_rows), seg_doc, seg_start, seg_len, row_segments))
     if n_rows * seq_len >= 2**31:
         raise PackingError(f"{n_rows} rows of {seq_len} ids are too many for int32 cu_seqlens: pack fewer documents "
                            "per call", "ids")
@@ -323,6 +328,15 @@ def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, s
                        seq_lens=seq_lens, cu_seqlens=cu_seqlens, max_seqlen=max_seqlen, doc_index=doc_index,
                        row_segments=np.array(row_segments), documents=len(counts), split=n_split,
                        dropped=n_dropped, empty=n_empty, tokens=tokens)
+
+
+def _reorder_rows(order, seg_doc, seg_start, seg_len, row_segments):
+    """The segment arrays with row i made of the segments of row order[i]."""
+    n_seg = np.diff(row_segments)[order]
+    new = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(n_seg, out=new[1:])
+    idx = np.repeat(row_segments[:-1][order] - new[:-1], n_seg) + np.arange(int(new[-1]), dtype=np.int64)
+    return seg_doc[idx], seg_start[idx], seg_len[idx], new
 
 
 def _boundaries(seg_len: np.ndarray, row_segments: np.ndarray, seq_len: int):
