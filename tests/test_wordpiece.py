@@ -104,29 +104,51 @@ def _is_cjk(c: str) -> bool:
     return any(a <= ord(c) <= b for a, b in CJK_RANGES)
 
 
+def ref_nfd(text: str) -> str:
+    _drop, _space, _punct, _mark, decomp, nonstarter, _lowers = _ref_tables()
+    chars = [d for c in text for d in (unicodedata.normalize("NFD", c) if ord(c) in decomp else c)]
+    ccc = [unicodedata.combining(c) if ord(c) in nonstarter else 0 for c in chars]
+    out, run = [], []
+    for c, k in zip(chars, ccc):
+        if k == 0:
+            out += [x for _, x in sorted(run, key=lambda p: p[0])]  # stable
+            run = []
+            out.append(c)
+        else:
+            run.append((k, c))
+    out += [x for _, x in sorted(run, key=lambda p: p[0])]
+    return "".join(out)
+
+
 def ref_normalize(text: str, clean=True, chinese=True, strip=True, lower=True) -> str:
     """BertNormalizer from the shipped sets and unicodedata, one step at a time (HF's order)."""
-    drop, space, _punct, mark, decomp, nonstarter, lowers = _ref_tables()
+    drop, space, _punct, mark, _decomp, _nonstarter, lowers = _ref_tables()
     if clean:
         text = "".join(" " if ord(c) in space else c for c in text if ord(c) not in drop)
     if chinese:
         text = "".join(f" {c} " if _is_cjk(c) else c for c in text)
     if strip:
-        chars = [d for c in text for d in (unicodedata.normalize("NFD", c) if ord(c) in decomp else c)]
-        ccc = [unicodedata.combining(c) if ord(c) in nonstarter else 0 for c in chars]
-        out, run = [], []
-        for c, k in zip(chars, ccc):
-            if k == 0:
-                out += [x for _, x in sorted(run, key=lambda p: p[0])]  # stable
-                run = []
-                out.append(c)
-            else:
-                run.append((k, c))
-        out += [x for _, x in sorted(run, key=lambda p: p[0])]
-        text = "".join(c for c in out if ord(c) not in mark)
+        text = "".join(c for c in ref_nfd(text) if ord(c) not in mark)
     if lower:
         text = "".join(lowers.get(ord(c), c) for c in text)
     return text
+
+
+def ref_normalize_spec(text: str, n) -> str:
+    """A loaded NormalizerSpec, step by step."""
+    if n.nfd or n.strip_combining:
+        lowers = _ref_tables()[6]
+        combining = _set(D.COMBINING)
+        if n.nfd:
+            text = ref_nfd(text)
+        steps = ["strip", "lower"] if n.strip_combining == "before" else ["lower", "strip"]
+        for step in steps:
+            if step == "strip" and n.strip_combining:
+                text = "".join(c for c in text if ord(c) not in combining)
+            if step == "lower" and n.lowercase:
+                text = "".join(lowers.get(ord(c), c) for c in text)
+        return text
+    return ref_normalize(text, n.clean_text, n.handle_chinese_chars, n.strip_accents, n.lowercase)
 
 
 def ref_words(text: str, mode: int) -> list[str]:
@@ -178,7 +200,7 @@ def ref_encode(tok: WordPieceTokenizer, text: str) -> list[int]:
     def flush():
         s = "".join(seg)
         if n is not None:
-            s = ref_normalize(s, n.clean_text, n.handle_chinese_chars, n.strip_accents, n.lowercase)
+            s = ref_normalize_spec(s, n)
         for w in ref_words(s, m.pre_mode):
             out.extend(ref_wordpiece(w, m.vocab, m.prefix, m.unk_id, m.max_chars))
         seg.clear()
@@ -205,7 +227,7 @@ def test_tables_are_what_tokenizers_does():
     m = G.measure()
     assert m["version"] == D.TOKENIZERS_VERSION
     for key, shipped in (("drop", D.DROP), ("space", D.SPACE), ("punct", D.PUNCT), ("mark", D.MARK),
-                         ("decomp", D.DECOMP)):
+                         ("decomp", D.DECOMP), ("combining", D.COMBINING)):
         assert set(m[key]) == _set(shipped), key
     lowers = _ref_tables()[6]
     assert {c: s for c, s in m["lower"].items()} == lowers
@@ -232,6 +254,11 @@ def test_version_differences_are_as_documented():
     assert lowers[0x10D50] == "\U00010D70" and lowers[0xA7CB] == "\u0264" and lowers[0x130] == "i\u0307"
     # tab, newline, carriage return are whitespace; vertical tab and U+0085 are dropped by clean_text first
     assert {9, 10, 13, 0x3000} <= space and {0x0B, 0x0C, 0x85} <= drop
+    # no character is both (a Sequence of the two splits is their union, in either order)
+    assert not space & punct
+    # StripAccents drops every mark (Mn, Mc, Me) of its tables, BertNormalizer only nonspacing ones
+    combining = _set(D.COMBINING)
+    assert 0x0903 in combining and 0x0903 not in mark and 0x20DD in combining
 
 
 # ------------------------------------------------------------------ golden: MiniLM on the corpora
@@ -502,7 +529,10 @@ def _trained_json(tmp: str, udhr_key: tuple, options: str) -> str:
 
     tok = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix=opts["prefix"],
                                                 max_input_chars_per_word=opts["max_chars"]))
-    if opts["normalizer"] is not None:
+    if isinstance(opts["normalizer"], list):
+        steps = [getattr(normalizers, name)() for name in opts["normalizer"]]
+        tok.normalizer = steps[0] if len(steps) == 1 else normalizers.Sequence(steps)
+    elif opts["normalizer"] is not None:
         tok.normalizer = normalizers.BertNormalizer(**opts["normalizer"])
     tok.pre_tokenizer = {"bert": pre_tokenizers.BertPreTokenizer(), "ws": pre_tokenizers.WhitespaceSplit(),
                          "punct": pre_tokenizers.Punctuation(),
@@ -537,6 +567,12 @@ VARIANTS = [
     dict(normalizer=dict(lowercase=True), pre=None, post=None, decoder=True, cleanup=True, prefix="##"),
     dict(normalizer=dict(lowercase=True), pre="punct", post="template", decoder=True, cleanup=True, prefix="##"),
     dict(normalizer=dict(lowercase=False), pre="seq", post="bert", decoder=True, cleanup=True, prefix="##"),
+    dict(normalizer=["NFD", "Lowercase", "StripAccents"], pre="bert", post="template", decoder=True, cleanup=True,
+         prefix="##"),
+    dict(normalizer=["NFD", "StripAccents", "Lowercase"], pre="seq", post=None, decoder=True, cleanup=True, prefix="##"),
+    dict(normalizer=["StripAccents"], pre="bert", post=None, decoder=True, cleanup=True, prefix="##"),
+    dict(normalizer=["Lowercase"], pre="ws", post=None, decoder=True, cleanup=True, prefix="##"),
+    dict(normalizer=["NFD"], pre="bert", post=None, decoder=True, cleanup=True, prefix="##"),
 ]
 
 
@@ -569,7 +605,11 @@ def _edited(minilm_path, tmp_path, edit) -> str:
 
 
 REFUSED = [
-    ("normalizer.type", lambda d: d.update(normalizer={"type": "Lowercase"})),
+    ("normalizer.type", lambda d: d.update(normalizer={"type": "NFKC"})),
+    ("normalizer.normalizers", lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [
+        {"type": "Lowercase"}, {"type": "NFD"}]})),
+    ("normalizer.normalizers[1].type", lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [
+        {"type": "NFD"}, {"type": "NFC"}]})),
     ("normalizer.strip_accents", lambda d: d["normalizer"].update(strip_accents="yes")),
     ("pre_tokenizer.type", lambda d: d.update(pre_tokenizer={"type": "Whitespace"})),
     ("pre_tokenizer.pretokenizers[1].behavior", lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [

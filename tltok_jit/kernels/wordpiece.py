@@ -6,7 +6,8 @@ One pass over a text's bytes, as `tokenizers` runs a WordPiece tokenizer.json:
 2. each character of a segment goes through BertNormalizer's steps in HF's order: clean_text (drop
    NUL, U+FFFD, control / format / private-use characters; whitespace -> ' '), Chinese characters
    spaced, accent stripping (NFD, canonical reordering of each run of non-starters, nonspacing marks
-   dropped), then lowercase (one character may become several);
+   dropped), then lowercase (one character may become several); or the NFD / StripAccents (combining
+   marks dropped, before or after) / Lowercase normalizers;
 3. the normalized characters are split into words on whitespace (modes PRE_BERT, PRE_WHITESPACE_SPLIT)
    and around each punctuation character (PRE_BERT, PRE_PUNCT);
 4. each word is cut greedily into the longest vocabulary token at each position (a `##`-prefixed
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_DROP, F_MARK, F_PUNCT, F_SPACE, LOW_SHIFT,
-                            MAX_EXPAND)
+from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_COMB, F_DROP, F_MARK, F_PUNCT, F_SPACE,
+                            LOW_SHIFT, MAX_EXPAND)
 from .jit import njit
 
 __all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_PUNCT", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
@@ -47,8 +48,11 @@ A_END = 4  # the segment ends (an added token or the text's end): the word ends
 # option bits of `encode_text`
 O_CLEAN = 1
 O_CHINESE = 2
-O_STRIP = 4
+O_STRIP = 4        # BertNormalizer's accent stripping: NFD, then nonspacing marks dropped (before lowercase)
 O_LOWER = 8
+O_NFD = 16         # NFD alone (the NFD normalizer)
+O_COMB_BEFORE = 32  # StripAccents before Lowercase: combining marks dropped
+O_COMB_AFTER = 64   # StripAccents after Lowercase
 
 _EMPTY = -1
 _ROOT = -2
@@ -219,7 +223,9 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
     # a step stages the marks held back plus one character's (3 with Chinese spacing) decompositions
     stage = np.empty(pcap + 3 * MAX_EXPAND + 4, np.int64)
     norm = np.empty(MAX_EXPAND * len(stage) + 1, np.int64)
-    strip = (opts & O_STRIP) != 0
+    nfd = (opts & (O_STRIP | O_NFD)) != 0
+    drop_before = np.uint64((F_MARK if opts & O_STRIP else 0) | (F_COMB if opts & O_COMB_BEFORE else 0))
+    drop_after = np.uint64(F_COMB if opts & O_COMB_AFTER else 0)
     lower = (opts & O_LOWER) != 0
     i = lo
     while True:
@@ -288,7 +294,7 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                         nq = 1
                     for qi in range(nq):
                         c = cp if (nq == 1 or qi == 1) else 32
-                        if not strip:
+                        if not nfd:
                             stage[ns] = c
                             ns += 1
                             continue
@@ -323,11 +329,12 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                 stage[ns] = pend[k] & 0x1FFFFF
                 ns += 1
             n_pend = 0
-        # stage -> norm: accent stripping's mark filter, lowercase, the pre-tokenizer's class
+        # stage -> norm: accent stripping's mark filter, lowercase, StripAccents after it, the
+        # pre-tokenizer's class
         for si in range(ns):
             x = stage[si]
             xi = s2[(np.int64(s1[x >> 8]) << 8) | (x & 255)]
-            if strip and (xi & F_MARK):
+            if xi & drop_before:
                 continue
             e = np.int64((xi >> np.uint64(LOW_SHIFT)) & np.uint64(ENTRY_MASK)) if lower else 0
             d0 = seq_off[e] if e != 0 else 0
@@ -335,6 +342,8 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
             for dk in range(d0, d1):
                 y = np.int64(seq[dk]) if e != 0 else x
                 yi = s2[(np.int64(s1[y >> 8]) << 8) | (y & 255)] if e != 0 else xi
+                if yi & drop_after:
+                    continue
                 if (yi & F_SPACE) and (pre_mode == PRE_BERT or pre_mode == PRE_WHITESPACE_SPLIT):
                     cls = A_SPACE
                 elif (yi & F_PUNCT) and (pre_mode == PRE_BERT or pre_mode == PRE_PUNCT):

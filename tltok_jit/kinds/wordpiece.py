@@ -125,7 +125,9 @@ class WordPieceTokenizer(Tokenizer):
         opts = 0
         if nrm is not None:
             opts = ((K.O_CLEAN if nrm.clean_text else 0) | (K.O_CHINESE if nrm.handle_chinese_chars else 0)
-                    | (K.O_STRIP if nrm.strip_accents else 0) | (K.O_LOWER if nrm.lowercase else 0))
+                    | (K.O_STRIP if nrm.strip_accents else 0) | (K.O_LOWER if nrm.lowercase else 0)
+                    | (K.O_NFD if nrm.nfd else 0) | (K.O_COMB_BEFORE if nrm.strip_combining == "before" else 0)
+                    | (K.O_COMB_AFTER if nrm.strip_combining == "after" else 0))
         base, check, value, root_a, root_b = _trie(model.vocab, model.prefix)
         # added tokens are matched on the raw text (normalized ones are refused with a normalizer;
         # without one both match the same text)

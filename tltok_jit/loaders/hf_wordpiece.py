@@ -4,8 +4,9 @@ Supported subset (anything else is refused with `UnsupportedTokenizerError` nami
 
 * model: `WordPiece` with `unk_token` (in the vocabulary), `continuing_subword_prefix` (any string,
   "" included), `max_input_chars_per_word` (0 .. 2**20).
-* normalizer: null or `BertNormalizer` with any `clean_text`, `handle_chinese_chars`, `strip_accents`
-  (null: follows `lowercase`, as HF) and `lowercase`.
+* normalizer: null, `BertNormalizer` with any `clean_text`, `handle_chinese_chars`, `strip_accents`
+  (null: follows `lowercase`, as HF) and `lowercase`; or `NFD`, `Lowercase`, `StripAccents` alone or
+  in a `Sequence` (NFD first, each once).
 * pre_tokenizer: `BertPreTokenizer`, `WhitespaceSplit`, `Punctuation` (behavior Isolated), a `Sequence`
   of them, or null (the whole text one word).
 * post_processor: null, `TemplateProcessing` (single and pair templates), `BertProcessing`.
@@ -26,18 +27,24 @@ from ..errors import TokenizerFileError, UnsupportedTokenizerError
 from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_PUNCT, PRE_WHITESPACE_SPLIT
 from .hf_json import _AddedVocab, _added_token, _assign_ids, _check_vocab_ids, _config_added, _load_json, _shown
 
-__all__ = ["BertNormalizerSpec", "Padding", "PRE_NONE", "Template", "Truncation", "WordPieceModel",
+__all__ = ["NormalizerSpec", "Padding", "PRE_NONE", "Template", "Truncation", "WordPieceModel",
            "is_wordpiece_file", "read_wordpiece_json"]
 
 MAX_WORD_CHARS = 1 << 20
 
 
 @dataclass(frozen=True)
-class BertNormalizerSpec:
-    clean_text: bool
-    handle_chinese_chars: bool
-    strip_accents: bool  # resolved: null follows lowercase
-    lowercase: bool
+class NormalizerSpec:
+    """What the normalizer does to each character, in this order: clean_text, Chinese spacing, NFD
+    (`nfd` or `strip_accents`), nonspacing marks dropped (`strip_accents`, BertNormalizer's), combining
+    marks dropped (`strip_combining` "before"), lowercase, combining marks dropped ("after")."""
+
+    clean_text: bool = False
+    handle_chinese_chars: bool = False
+    strip_accents: bool = False  # BertNormalizer's (null resolved: follows lowercase)
+    lowercase: bool = False
+    nfd: bool = False
+    strip_combining: str | None = None  # the StripAccents normalizer: "before" or "after" Lowercase
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class WordPieceModel:
     unk_id: int
     prefix: str
     max_chars: int
-    normalizer: BertNormalizerSpec | None
+    normalizer: NormalizerSpec | None
     pre_mode: int
     added: list = field(default_factory=list)
     template: Template | None = None
@@ -123,12 +130,7 @@ def _count(v, where: str, fieldname: str, least: int = 0, most: int | None = Non
     return v
 
 
-def _normalizer(obj, where: str) -> BertNormalizerSpec | None:
-    if obj is None:
-        return None
-    if not isinstance(obj, dict) or obj.get("type") != "BertNormalizer":
-        raise UnsupportedTokenizerError(where, "normalizer.type", obj.get("type") if isinstance(obj, dict) else obj,
-                                        "WordPiece files: BertNormalizer or null")
+def _bert_normalizer(obj: dict, where: str) -> NormalizerSpec:
     known = {"type", "clean_text", "handle_chinese_chars", "strip_accents", "lowercase"}
     extra = sorted(set(obj) - known)
     if extra:
@@ -137,9 +139,47 @@ def _normalizer(obj, where: str) -> BertNormalizerSpec | None:
     strip = obj.get("strip_accents")
     if strip is not None and not isinstance(strip, bool):
         raise TokenizerFileError(f"{where}: normalizer.strip_accents must be true, false or null, got {_shown(strip)}")
-    return BertNormalizerSpec(clean_text=_bool(obj, "clean_text", where, "normalizer", True),
-                              handle_chinese_chars=_bool(obj, "handle_chinese_chars", where, "normalizer", True),
-                              strip_accents=lower if strip is None else strip, lowercase=lower)
+    return NormalizerSpec(clean_text=_bool(obj, "clean_text", where, "normalizer", True),
+                          handle_chinese_chars=_bool(obj, "handle_chinese_chars", where, "normalizer", True),
+                          strip_accents=lower if strip is None else strip, lowercase=lower)
+
+
+_SEQUENCE_STEPS = ("NFD", "Lowercase", "StripAccents")
+
+
+def _normalizer(obj, where: str) -> NormalizerSpec | None:
+    """BertNormalizer, or NFD / Lowercase / StripAccents (alone or in a Sequence, NFD first, each once)."""
+    if obj is None:
+        return None
+    t = obj.get("type") if isinstance(obj, dict) else obj
+    if t == "BertNormalizer":
+        return _bert_normalizer(obj, where)
+    if t == "Sequence":
+        steps = obj.get("normalizers")
+        if not isinstance(steps, list):
+            raise TokenizerFileError(f"{where}: normalizer.normalizers must be a list")
+        names = []
+        for k, step in enumerate(steps):
+            st = step.get("type") if isinstance(step, dict) else step
+            if st not in _SEQUENCE_STEPS:
+                raise UnsupportedTokenizerError(where, f"normalizer.normalizers[{k}].type", st,
+                                                "in a Sequence: NFD, Lowercase, StripAccents")
+            names.append(st)
+        fieldname = "normalizer.normalizers"
+    elif t in _SEQUENCE_STEPS:
+        names = [t]
+        fieldname = "normalizer"
+    else:
+        raise UnsupportedTokenizerError(where, "normalizer.type", t, "WordPiece files: BertNormalizer, NFD, "
+                                        "Lowercase, StripAccents, a Sequence of the last three, or null")
+    if len(set(names)) != len(names) or ("NFD" in names and names[0] != "NFD"):
+        # lowercase or mark removal before NFD is another function (U+0130 lowercases to i + U+0307)
+        raise UnsupportedTokenizerError(where, fieldname, [{"type": n} for n in names],
+                                        "NFD first, each step at most once")
+    comb = None
+    if "StripAccents" in names:
+        comb = "after" if "Lowercase" in names and names.index("Lowercase") < names.index("StripAccents") else "before"
+    return NormalizerSpec(nfd="NFD" in names, lowercase="Lowercase" in names, strip_combining=comb)
 
 
 def _pre_step(obj, where: str, fieldname: str) -> int:

@@ -4,7 +4,8 @@ A code point's entry is `stage2[stage1[cp >> 8] * 256 + (cp & 255)]` (uint64):
 
     bits 0-7    flags: F_DROP (clean_text removes it), F_SPACE (whitespace: clean_text makes it ' ',
                 the pre-tokenizer splits on it), F_PUNCT (BertPreTokenizer isolates it), F_MARK
-                (a nonspacing mark: accent stripping drops it), F_CJK (handle_chinese_chars spaces it)
+                (a nonspacing mark: accent stripping drops it), F_CJK (handle_chinese_chars spaces it),
+                F_COMB (a combining mark: the StripAccents normalizer drops it)
     bits 8-15   canonical combining class in HF's NFD (0: a starter)
     bits 16-35  its NFD decomposition: entry e of `seq` (0: none)
     bits 36-55  its lowercase: entry e of `seq` (0: itself)
@@ -37,6 +38,7 @@ F_SPACE = 2
 F_PUNCT = 4
 F_MARK = 8
 F_CJK = 16
+F_COMB = 32  # a combining mark to the StripAccents normalizer (Mn, Mc, Me of its tables)
 
 CCC_SHIFT = 8
 DEC_SHIFT = 16
@@ -68,7 +70,7 @@ def bert_tables() -> BertTables:
     """The tables (built once per process, read-only)."""
     info = np.zeros(0x110000, np.uint64)
     for flag, ranges in ((F_DROP, D.DROP), (F_SPACE, D.SPACE), (F_PUNCT, D.PUNCT), (F_MARK, D.MARK),
-                         (F_CJK, CJK_RANGES)):
+                         (F_CJK, CJK_RANGES), (F_COMB, D.COMBINING)):
         info[_cps(ranges)] |= np.uint64(flag)
     for cp in _cps(D.NONSTARTER).tolist():
         info[cp] |= np.uint64(unicodedata.combining(chr(cp)) << CCC_SHIFT)

@@ -52,8 +52,9 @@ def measure() -> dict:
     strip = bn(clean_text=False, handle_chinese_chars=False, strip_accents=True, lowercase=False)
     lower = bn(clean_text=False, handle_chinese_chars=False, strip_accents=False, lowercase=True)
     nfd = normalizers.NFD()
+    strip_accents = normalizers.StripAccents()
     pre = pre_tokenizers.BertPreTokenizer()
-    drop, space, punct, mark, decomp, lowers = [], [], [], [], [], {}
+    drop, space, punct, mark, decomp, lowers, combining = [], [], [], [], [], {}, []
     for cp in range(0x110000):
         if cp in SURROGATES:
             continue
@@ -75,10 +76,13 @@ def measure() -> dict:
                 raise AssertionError(f"U+{cp:04X}: HF's NFD {d!r} differs from unicodedata's")
         elif strip.normalize_str(c) == "":
             mark.append(cp)
+        if strip_accents.normalize_str(c) == "":
+            combining.append(cp)
         lo = lower.normalize_str(c)
         if lo != c:
             lowers[cp] = lo
     return {"drop": drop, "space": space, "punct": punct, "mark": mark, "decomp": decomp, "lower": lowers,
+            "combining": combining,
             "version": __import__("tokenizers").__version__}
 
 
@@ -137,6 +141,7 @@ def write(out: Path) -> None:
             _fmt_ranges("PUNCT", _ranges(m["punct"])),
             _fmt_ranges("MARK", _ranges(m["mark"])),
             _fmt_ranges("DECOMP", _ranges(m["decomp"])),
+            _fmt_ranges("COMBINING", _ranges(m["combining"])),
             _fmt_ranges("NONSTARTER", _ranges(nonstart)),
             "LOWER_RUNS = (" + ", ".join(f"(0x{a:X}, {n}, {d})" for a, n, d in _runs(single)) + ",)\n",
             "LOWER_MULTI = {" + ", ".join(f"0x{c:X}: {s!r}" for c, s in sorted(multi.items())) + "}\n"]
