@@ -408,6 +408,7 @@ class _Reader:
         self.files, self.column, self.source = files, column, table
         self._key = None
         self._table = None
+        self._handles: dict = {}  # file -> ParquetFile (its footer parsed once)
 
     def _row_group(self, f: int, g: int):
         import pyarrow.parquet as pq
@@ -415,12 +416,15 @@ class _Reader:
         if self.source is not None:
             return self.source.column(self.column).slice(g * _TABLE_GROUP, _TABLE_GROUP)
         if self._key != (f, g):
-            self._table = pq.ParquetFile(self.files[f]).read_row_group(g, columns=[self.column])
+            if f not in self._handles:
+                self._handles[f] = pq.ParquetFile(self.files[f])
+            self._table = self._handles[f].read_row_group(g, columns=[self.column])
             self._key = (f, g)
         return self._table.column(0)
 
     def read(self, blocks, cum: np.ndarray, a: int, z: int):
-        """(text ChunkedArray, global row ids) of share rows [a, z)."""
+        """(text array, global row ids) of share rows [a, z): one array, as encode_arrow hands a
+        chunked column to its threads chunk by chunk (many small chunks cost up to 2x)."""
         import pyarrow as pa
 
         chunks, rows = [], []
@@ -433,8 +437,10 @@ class _Reader:
             rows.append(np.arange(base + off, base + off + n, dtype=np.int64))
             a += n
             i += 1
-        col = pa.chunked_array(chunks) if chunks else pa.chunked_array([], pa.string())
-        return col, np.concatenate(rows) if rows else np.empty(0, np.int64)
+        if not chunks:
+            return pa.array([], pa.string()), np.empty(0, np.int64)
+        text = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+        return text, np.concatenate(rows)
 
 
 def _lists(ids):
