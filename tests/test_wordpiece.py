@@ -155,6 +155,16 @@ def ref_words(text: str, mode: int) -> list[str]:
     _drop, space, punct, *_ = _ref_tables()
     if mode == K.PRE_NONE:
         return [text] if text else []
+    if mode == K.PRE_WHITESPACE:
+        word, rspace = _set(D.RE_WORD), _set(D.RE_SPACE)
+        kinds = ["s" if ord(c) in rspace else "w" if ord(c) in word else "o" for c in text]
+        words, start = [], 0
+        for k in range(1, len(text) + 1):
+            if k == len(text) or kinds[k] != kinds[start]:
+                if kinds[start] != "s":
+                    words.append(text[start:k])
+                start = k
+        return words
     words, cur = [], []
     for c in text:
         if ord(c) in space and mode != K.PRE_PUNCT:
@@ -227,7 +237,8 @@ def test_tables_are_what_tokenizers_does():
     m = G.measure()
     assert m["version"] == D.TOKENIZERS_VERSION
     for key, shipped in (("drop", D.DROP), ("space", D.SPACE), ("punct", D.PUNCT), ("mark", D.MARK),
-                         ("decomp", D.DECOMP), ("combining", D.COMBINING)):
+                         ("decomp", D.DECOMP), ("combining", D.COMBINING), ("re_word", D.RE_WORD),
+                         ("re_space", D.RE_SPACE)):
         assert set(m[key]) == _set(shipped), key
     lowers = _ref_tables()[6]
     assert {c: s for c, s in m["lower"].items()} == lowers
@@ -535,7 +546,7 @@ def _trained_json(tmp: str, udhr_key: tuple, options: str) -> str:
     elif opts["normalizer"] is not None:
         tok.normalizer = normalizers.BertNormalizer(**opts["normalizer"])
     tok.pre_tokenizer = {"bert": pre_tokenizers.BertPreTokenizer(), "ws": pre_tokenizers.WhitespaceSplit(),
-                         "punct": pre_tokenizers.Punctuation(),
+                         "punct": pre_tokenizers.Punctuation(), "white": pre_tokenizers.Whitespace(),
                          "seq": pre_tokenizers.Sequence([pre_tokenizers.Punctuation(), pre_tokenizers.WhitespaceSplit()]),
                          None: None}[opts["pre"]]
     trainer = trainers.WordPieceTrainer(vocab_size=opts["vocab"], continuing_subword_prefix=opts["prefix"],
@@ -573,6 +584,9 @@ VARIANTS = [
     dict(normalizer=["StripAccents"], pre="bert", post=None, decoder=True, cleanup=True, prefix="##"),
     dict(normalizer=["Lowercase"], pre="ws", post=None, decoder=True, cleanup=True, prefix="##"),
     dict(normalizer=["NFD"], pre="bert", post=None, decoder=True, cleanup=True, prefix="##"),
+    dict(normalizer=["NFD", "Lowercase", "StripAccents"], pre="white", post="template", decoder=True, cleanup=True,
+         prefix="##"),
+    dict(normalizer=dict(lowercase=False), pre="white", post=None, decoder=True, cleanup=True, prefix="##"),
 ]
 
 
@@ -611,7 +625,9 @@ REFUSED = [
     ("normalizer.normalizers[1].type", lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [
         {"type": "NFD"}, {"type": "NFC"}]})),
     ("normalizer.strip_accents", lambda d: d["normalizer"].update(strip_accents="yes")),
-    ("pre_tokenizer.type", lambda d: d.update(pre_tokenizer={"type": "Whitespace"})),
+    ("pre_tokenizer.type", lambda d: d.update(pre_tokenizer={"type": "Digits"})),
+    ("pre_tokenizer.pretokenizers[0].type", lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        {"type": "Whitespace"}, {"type": "Punctuation"}]})),
     ("pre_tokenizer.pretokenizers[1].behavior", lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
         {"type": "WhitespaceSplit"}, {"type": "Punctuation", "behavior": "Removed"}]})),
     ("post_processor.type", lambda d: d.update(post_processor={"type": "RobertaProcessing"})),

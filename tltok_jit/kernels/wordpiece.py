@@ -1,4 +1,4 @@
-"""WordPiece kernels: BERT normalization, pre-tokenization and greedy longest-match-first, on UTF-8.
+r"""WordPiece kernels: BERT normalization, pre-tokenization and greedy longest-match-first, on UTF-8.
 
 One pass over a text's bytes, as `tokenizers` runs a WordPiece tokenizer.json:
 
@@ -9,7 +9,8 @@ One pass over a text's bytes, as `tokenizers` runs a WordPiece tokenizer.json:
    dropped), then lowercase (one character may become several); or the NFD / StripAccents (combining
    marks dropped, before or after) / Lowercase normalizers;
 3. the normalized characters are split into words on whitespace (modes PRE_BERT, PRE_WHITESPACE_SPLIT)
-   and around each punctuation character (PRE_BERT, PRE_PUNCT);
+   and around each punctuation character (PRE_BERT, PRE_PUNCT), or into runs of \w and of [^\w\s]
+   (PRE_WHITESPACE);
 4. each word is cut greedily into the longest vocabulary token at each position (a `##`-prefixed
    one after the first), over a double-array trie; a word with more than `max_chars` characters, or
    with a position no token starts, is one `unk` id.
@@ -23,11 +24,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_COMB, F_DROP, F_MARK, F_PUNCT, F_SPACE,
-                            LOW_SHIFT, MAX_EXPAND)
+from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_COMB, F_DROP, F_MARK, F_PUNCT, F_RE_SPACE,
+                            F_RE_WORD, F_SPACE, LOW_SHIFT, MAX_EXPAND)
 from .jit import njit
 
-__all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_PUNCT", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
+__all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_PUNCT", "PRE_WHITESPACE", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
            "compact", "encode_rows", "encode_text", "fill_pairs", "trie_lookup", "warm"]
 
 NEED_OUT = -1   # the output buffer is full
@@ -37,6 +38,7 @@ PRE_BERT = 0              # BertPreTokenizer: split on whitespace, isolate punct
 PRE_WHITESPACE_SPLIT = 1  # WhitespaceSplit: split on whitespace only
 PRE_NONE = 2              # no pre-tokenizer: a segment is one word
 PRE_PUNCT = 3             # Punctuation (isolated): isolate punctuation only
+PRE_WHITESPACE = 4        # Whitespace: the runs of \w+ and of [^\w\s]+
 
 # ASCII classes (`ascii_table`)
 A_DROP = 0
@@ -44,6 +46,7 @@ A_SPACE = 1
 A_PUNCT = 2
 A_WORD = 3
 A_END = 4  # the segment ends (an added token or the text's end): the word ends
+A_OTHER = 5  # PRE_WHITESPACE: neither \w nor \s (a word is a run of one of A_WORD, A_OTHER)
 
 # option bits of `encode_text`
 O_CLEAN = 1
@@ -217,6 +220,7 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
     n = out_lo
     wlen = 0
     wchars = 0
+    wkind = A_WORD  # the class of the word's characters (A_WORD, or A_OTHER in PRE_WHITESPACE)
     n_pend = 0
     n_add = len(add_ids)
     pcap = len(pend)
@@ -240,7 +244,7 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                 # ASCII: one table lookup gives what the whole normalizer and pre-tokenizer do
                 c = asc[b]
                 i += 1
-                if c == A_WORD:
+                if c == A_WORD and wkind == A_WORD:
                     if wchars < max_chars:
                         word[wlen] = asc[128 + b]
                         wlen += 1
@@ -344,7 +348,9 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                 yi = s2[(np.int64(s1[y >> 8]) << 8) | (y & 255)] if e != 0 else xi
                 if yi & drop_after:
                     continue
-                if (yi & F_SPACE) and (pre_mode == PRE_BERT or pre_mode == PRE_WHITESPACE_SPLIT):
+                if pre_mode == PRE_WHITESPACE:
+                    cls = A_SPACE if yi & F_RE_SPACE else (A_WORD if yi & F_RE_WORD else A_OTHER)
+                elif (yi & F_SPACE) and (pre_mode == PRE_BERT or pre_mode == PRE_WHITESPACE_SPLIT):
                     cls = A_SPACE
                 elif (yi & F_PUNCT) and (pre_mode == PRE_BERT or pre_mode == PRE_PUNCT):
                     cls = A_PUNCT
@@ -359,7 +365,8 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
         for k in range(nk):
             y = norm[k] & 0x1FFFFF
             c = norm[k] >> 32
-            if c == A_WORD:
+            if (c == A_WORD or c == A_OTHER) and (wchars == 0 or c == wkind):
+                wkind = c
                 if wchars < max_chars:
                     if y < 0x80:
                         word[wlen] = y
@@ -381,9 +388,9 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                         wlen += 4
                 wchars += 1
                 continue
-            # a space, the segment's end or a punctuation character ends the word; a punctuation
-            # character is then a word of its own
-            for rep in range(2 if c == A_PUNCT else 1):
+            # a space, the segment's end, a punctuation character or a change of run class ends the
+            # word; a punctuation character is then a word of its own, a run character starts one
+            for rep in range(2 if c != A_SPACE and c != A_END else 1):
                 if rep == 1:
                     wlen = 0
                     if y < 0x80:
@@ -405,6 +412,9 @@ def encode_text(buf, lo, hi, out, out_lo, out_cap, pend, word, s1, s2, seq, seq_
                         word[3] = 0x80 | (y & 63)
                         wlen = 4
                     wchars = 1
+                    if c != A_PUNCT:  # the first character of the next run: kept, not a word yet
+                        wkind = c
+                        break
                 if wchars == 0:
                     continue
                 if wchars > max_chars:
@@ -595,7 +605,9 @@ def ascii_table(s1, s2, pre_mode: int, opts: int) -> np.ndarray:
             if (opts & O_CLEAN) and (f & F_SPACE):
                 out = 32
                 f = int(s2[int(s1[0]) * 256 + 32])
-            if (f & F_SPACE) and pre_mode in (PRE_BERT, PRE_WHITESPACE_SPLIT):
+            if pre_mode == PRE_WHITESPACE:
+                cls = A_SPACE if f & F_RE_SPACE else (A_WORD if f & F_RE_WORD else A_OTHER)
+            elif (f & F_SPACE) and pre_mode in (PRE_BERT, PRE_WHITESPACE_SPLIT):
                 cls = A_SPACE
             elif (f & F_PUNCT) and pre_mode in (PRE_BERT, PRE_PUNCT):
                 cls = A_PUNCT

@@ -8,7 +8,7 @@ Supported subset (anything else is refused with `UnsupportedTokenizerError` nami
   (null: follows `lowercase`, as HF) and `lowercase`; or `NFD`, `Lowercase`, `StripAccents` alone or
   in a `Sequence` (NFD first, each once).
 * pre_tokenizer: `BertPreTokenizer`, `WhitespaceSplit`, `Punctuation` (behavior Isolated), a `Sequence`
-  of them, or null (the whole text one word).
+  of them; `Whitespace` (alone); or null (the whole text one word).
 * post_processor: null, `TemplateProcessing` (single and pair templates), `BertProcessing`.
 * decoder: `WordPiece` (prefix, cleanup) or null (tokens joined by spaces, as HF).
 * added_tokens: `special`; `normalized` true only without a normalizer; `lstrip` / `rstrip` /
@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
-from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_PUNCT, PRE_WHITESPACE_SPLIT
+from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_PUNCT, PRE_WHITESPACE, PRE_WHITESPACE_SPLIT
 from .hf_json import _AddedVocab, _added_token, _assign_ids, _check_vocab_ids, _config_added, _load_json, _shown
 
 __all__ = ["NormalizerSpec", "Padding", "PRE_NONE", "Template", "Truncation", "WordPieceModel",
@@ -195,7 +195,8 @@ def _pre_step(obj, where: str, fieldname: str) -> int:
             raise UnsupportedTokenizerError(where, f"{fieldname}.behavior", behavior, "Isolated only")
         return 2
     raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "WordPiece files: BertPreTokenizer, "
-                                    "WhitespaceSplit, Punctuation (isolated), a Sequence of them, or null")
+                                    "WhitespaceSplit, Punctuation (isolated), a Sequence of them, Whitespace "
+                                    "(alone), or null")
 
 
 def _pre_tokenizer(obj, where: str) -> int:
@@ -203,10 +204,14 @@ def _pre_tokenizer(obj, where: str) -> int:
     (neither creates what the other splits on), so a Sequence is the union of its steps."""
     if obj is None:
         return PRE_NONE
+    if isinstance(obj, dict) and obj.get("type") == "Whitespace":
+        return PRE_WHITESPACE
     if isinstance(obj, dict) and obj.get("type") == "Sequence":
         steps = obj.get("pretokenizers")
         if not isinstance(steps, list):
             raise TokenizerFileError(f"{where}: pre_tokenizer.pretokenizers must be a list")
+        if len(steps) == 1 and isinstance(steps[0], dict) and steps[0].get("type") == "Whitespace":
+            return PRE_WHITESPACE
         bits = 0
         for k, step in enumerate(steps):
             bits |= _pre_step(step, where, f"pre_tokenizer.pretokenizers[{k}]")

@@ -1,11 +1,12 @@
-"""Character tables of `tokenizers`' BertNormalizer and BertPreTokenizer, as flat arrays for the kernels.
+r"""Character tables of `tokenizers`' BertNormalizer and BertPreTokenizer, as flat arrays for the kernels.
 
 A code point's entry is `stage2[stage1[cp >> 8] * 256 + (cp & 255)]` (uint64):
 
     bits 0-7    flags: F_DROP (clean_text removes it), F_SPACE (whitespace: clean_text makes it ' ',
                 the pre-tokenizer splits on it), F_PUNCT (BertPreTokenizer isolates it), F_MARK
                 (a nonspacing mark: accent stripping drops it), F_CJK (handle_chinese_chars spaces it),
-                F_COMB (a combining mark: the StripAccents normalizer drops it)
+                F_COMB (a combining mark: the StripAccents normalizer drops it), F_RE_WORD / F_RE_SPACE
+                (\w / \s in the Whitespace pre-tokenizer's regex)
     bits 8-15   canonical combining class in HF's NFD (0: a starter)
     bits 16-35  its NFD decomposition: entry e of `seq` (0: none)
     bits 36-55  its lowercase: entry e of `seq` (0: itself)
@@ -39,6 +40,8 @@ F_PUNCT = 4
 F_MARK = 8
 F_CJK = 16
 F_COMB = 32  # a combining mark to the StripAccents normalizer (Mn, Mc, Me of its tables)
+F_RE_WORD = 64  # \w to the Whitespace pre-tokenizer's regex
+F_RE_SPACE = 128  # \s to it
 
 CCC_SHIFT = 8
 DEC_SHIFT = 16
@@ -70,7 +73,8 @@ def bert_tables() -> BertTables:
     """The tables (built once per process, read-only)."""
     info = np.zeros(0x110000, np.uint64)
     for flag, ranges in ((F_DROP, D.DROP), (F_SPACE, D.SPACE), (F_PUNCT, D.PUNCT), (F_MARK, D.MARK),
-                         (F_CJK, CJK_RANGES), (F_COMB, D.COMBINING)):
+                         (F_CJK, CJK_RANGES), (F_COMB, D.COMBINING), (F_RE_WORD, D.RE_WORD),
+                         (F_RE_SPACE, D.RE_SPACE)):
         info[_cps(ranges)] |= np.uint64(flag)
     for cp in _cps(D.NONSTARTER).tolist():
         info[cp] |= np.uint64(unicodedata.combining(chr(cp)) << CCC_SHIFT)

@@ -54,7 +54,9 @@ def measure() -> dict:
     nfd = normalizers.NFD()
     strip_accents = normalizers.StripAccents()
     pre = pre_tokenizers.BertPreTokenizer()
+    white = pre_tokenizers.Whitespace()  # the regex \w+|[^\w\s]+ (Oniguruma's classes)
     drop, space, punct, mark, decomp, lowers, combining = [], [], [], [], [], {}, []
+    re_word, re_space = [], []
     for cp in range(0x110000):
         if cp in SURROGATES:
             continue
@@ -69,6 +71,13 @@ def measure() -> dict:
             punct.append(cp)
         elif w != ["a" + c + "a"]:
             raise AssertionError(f"U+{cp:04X}: BertPreTokenizer gives {w!r}")
+        w = [s for s, _ in white.pre_tokenize_str("a" + c + "a")]
+        if w == ["a" + c + "a"]:
+            re_word.append(cp)
+        elif w == ["a", "a"]:
+            re_space.append(cp)
+        elif w != ["a", c, "a"]:
+            raise AssertionError(f"U+{cp:04X}: Whitespace gives {w!r}")
         d = nfd.normalize_str(c)
         if d != c:
             decomp.append(cp)
@@ -82,7 +91,7 @@ def measure() -> dict:
         if lo != c:
             lowers[cp] = lo
     return {"drop": drop, "space": space, "punct": punct, "mark": mark, "decomp": decomp, "lower": lowers,
-            "combining": combining,
+            "combining": combining, "re_word": re_word, "re_space": re_space,
             "version": __import__("tokenizers").__version__}
 
 
@@ -142,6 +151,8 @@ def write(out: Path) -> None:
             _fmt_ranges("MARK", _ranges(m["mark"])),
             _fmt_ranges("DECOMP", _ranges(m["decomp"])),
             _fmt_ranges("COMBINING", _ranges(m["combining"])),
+            _fmt_ranges("RE_WORD", _ranges(m["re_word"])),
+            _fmt_ranges("RE_SPACE", _ranges(m["re_space"])),
             _fmt_ranges("NONSTARTER", _ranges(nonstart)),
             "LOWER_RUNS = (" + ", ".join(f"(0x{a:X}, {n}, {d})" for a, n, d in _runs(single)) + ",)\n",
             "LOWER_MULTI = {" + ", ".join(f"0x{c:X}: {s!r}" for c, s in sorted(multi.items())) + "}\n"]
