@@ -137,6 +137,39 @@ class Tokenizer(abc.ABC):
         """`decode` of every row of an Arrow list<integer> column (large_string, nulls stay null)."""
         raise NotImplementedError(f"tokenizer kind {self.kind!r} has no decode_arrow (mix in RowColumns)")
 
+    def encode_batch_padded(self, texts, *, max_length: int | None = None, padding: str = "longest",
+                            pad_to_multiple_of: int | None = None, padding_side: str = "right",
+                            pad_id: int | None = None, truncation: bool = False, truncation_side: str = "right",
+                            stride: int = 0, return_overflowing_tokens: bool = False, dtype="int64",
+                            num_threads: int | None = None):
+        """`encode` of each text (a list of str, or an Arrow / pandas text column) as a fixed-shape
+        `tltok_jit.padding.PaddedBatch`; the options are `Encoding.encode_batch_padded`'s (HF
+        `tokenizers`' `enable_truncation` / `enable_padding`). A null row is an error naming it."""
+        import pyarrow as pa
+
+        from .padding import pad_rows
+
+        if isinstance(texts, str):
+            raise TypeError("encode_batch_padded takes a batch of texts, not one str")
+        columnar = any(hasattr(texts, a) for a in ("__arrow_c_array__", "__arrow_c_stream__", "to_numpy"))
+        col = self.encode_arrow(texts if columnar else pa.array(list(texts), pa.string()), num_threads=num_threads,
+                                large_list=True)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        if not isinstance(col, pa.Array):  # a pandas Series in gives a Series out
+            col = pa.array(col, pa.large_list(pa.uint32()))
+        if col.null_count:
+            from .errors import PaddingError
+
+            row = int(np.flatnonzero(np.asarray(col.is_null()))[0])
+            raise PaddingError(f"row {row} is null: a padded batch needs a text in every row", "texts", row)
+        # offsets index the whole values buffer, also for a sliced column
+        return pad_rows(np.asarray(col.values, dtype=np.uint32), np.asarray(col.offsets, dtype=np.int64),
+                        n_vocab=self.vocab_size, max_length=max_length, padding=padding,
+                        pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side, pad_id=pad_id,
+                        truncation=truncation, truncation_side=truncation_side, stride=stride,
+                        return_overflowing_tokens=return_overflowing_tokens, dtype=dtype, num_threads=num_threads)
+
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
         """`decode` of each id sequence."""
         return [self.decode(ids) for ids in batch]
