@@ -103,6 +103,28 @@ def test_a_sentencepiece_job_compiles_nothing(tmp_path, shared_path):
 
 
 @needs_shipped
+def test_a_wordpiece_and_packing_job_compiles_nothing(tmp_path, shared_path):
+    path = shared_path("tokenizers/minilm/tokenizer.json")
+    code = textwrap.dedent(f"""
+        import pyarrow as pa, tltok_jit
+        from tltok_jit.packing import pack
+        tok = tltok_jit.from_file({str(path)!r})
+        texts = ["Hello wörld 日本 🙂 1234", "", "a b c " * 300]
+        tok.decode(tok.encode(texts[0], add_special_tokens=True))
+        tok.encode_batch(texts)
+        tok.encode_batch_padded(texts, truncation=True, max_length=16, padding="max_length")
+        col = tok.encode_arrow(pa.array(texts + [None]), num_threads=2)
+        tok.count_arrow(pa.array(texts), num_threads=1)
+        for strategy in ("bfd", "concat", "pad"):
+            pack(col.drop_null(), 64, strategy=strategy, eos_id=102)
+    """)
+    kernels = tmp_path / "kernels"
+    p = subprocess.run([sys.executable, "-c", code], env=_env(kernels), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert _compiled(kernels) == []
+
+
+@needs_shipped
 def test_ray_actors_on_empty_caches_compile_nothing(tmp_path):
     """Two actors of a real local cluster, each process with an empty kernel folder: the package's
     kernels serve them."""

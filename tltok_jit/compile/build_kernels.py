@@ -61,6 +61,10 @@ def compile_all() -> None:
     _warm_sentencepiece_style_json()
     _warm_sentencepiece()
     _warm_long_results()
+    from ..kernels import packing, wordpiece
+
+    wordpiece.warm()
+    packing.warm()
     _build_tables()
 
 
