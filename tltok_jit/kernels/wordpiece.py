@@ -622,6 +622,7 @@ def ascii_table(s1, s2, pre_mode: int, opts: int) -> np.ndarray:
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
+    """A read-only view (the kernels are compiled for read-only tables and inputs)."""
     a = np.ascontiguousarray(a).view()
     a.flags.writeable = False
     return a

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import TokenizerFileError
 from ..kernels import wordpiece as K
+from ..kernels.wordpiece import _ro
 from ..loaders.hf_wordpiece import WordPieceModel, read_wordpiece_json
 from ..tokenizer import Tokenizer
 from ..unicode.bert import bert_tables
@@ -27,14 +28,6 @@ __all__ = ["WordPieceTokenizer"]
 PEND = 64         # non-starters a worker reorders at once (a longer run goes to the single-text path)
 REGION_SLACK = 8  # ids a row's output region holds beyond one per byte
 MIN_PARALLEL_BYTES = 64 * 1024
-
-
-def _ro(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
 
 
 def _trie(vocab: dict[str, int], prefix: str) -> tuple:
@@ -224,24 +217,16 @@ class WordPieceTokenizer(Tokenizer):
         return out[:m], off, status
 
     def _fix_rows(self, ids, off, status, row_text):
-        """Rows with a status: encoded on the single-text path (`row_text(r)` gives the text)."""
+        """Rows with a status: encoded on the single-text path (`row_text(r, status)` gives the text)."""
         redo = np.flatnonzero(status).tolist()
         if not redo:
             return ids, off
+        from .sentencepiece_columns import _splice  # the same splice the SentencePiece columns use
+
         fixed = {r: self._encode_bytes(np.frombuffer(row_text(r, int(status[r])).encode("utf-8"), np.uint8))
                  for r in redo}
-        lens = np.diff(off)
-        parts = []
-        prev = 0
-        for r in redo:
-            parts.append(ids[off[prev]:off[r]])
-            parts.append(fixed[r])
-            lens[r] = len(fixed[r])
-            prev = r + 1
-        parts.append(ids[off[prev]:off[-1]])
-        new_off = np.zeros(len(off), np.int64)
-        np.cumsum(lens, out=new_off[1:])
-        return np.concatenate(parts).astype(np.uint32), new_off
+        ids, off = _splice(ids, off, fixed)
+        return ids.astype(np.uint32, copy=False), off
 
     def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int | None = None
                               ) -> tuple[np.ndarray, np.ndarray]:

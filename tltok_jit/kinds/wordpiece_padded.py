@@ -24,19 +24,12 @@ import numpy as np
 
 from ..errors import PaddingError
 from ..kernels.padding import fill_padded
-from ..kernels.wordpiece import fill_pairs
+from ..kernels.wordpiece import _ro, fill_pairs
 from ..padding import PaddedBatch, windows
 
 __all__ = ["encode_batch_padded"]
 
 _STRATEGIES = ("longest_first", "only_first", "only_second")
-
-
-def _ro(a) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    a = a.view()
-    a.flags.writeable = False
-    return a
 
 
 def _count(v, arg: str, least: int) -> int | None:
