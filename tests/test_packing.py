@@ -461,3 +461,18 @@ def test_rows_laid_out_in_a_shuffled_order():
     seg = plain.row_segments
     assert mixed.doc_index.tolist() == [x for r in order for x in plain.doc_index[seg[r]:seg[r + 1]].tolist()]
     check_properties(mixed, docs, 8, None, 0, True)
+
+
+@pytest.mark.parametrize("strategy", ["bfd", "concat"])
+def test_the_same_rows_for_any_thread_count(strategy):
+    rng = np.random.default_rng(7)
+    docs = [rng.integers(0, 50000, n, dtype=np.uint32) for n in rng.integers(1, 3000, 1200)]
+    one = pack(docs, 1024, strategy=strategy, eos_id=1, num_threads=1)
+    assert one.input_ids.size >= 2 * (1 << 19)  # enough rows for several parts
+    for threads in (2, 3, 0):
+        many = pack(docs, 1024, strategy=strategy, eos_id=1, num_threads=threads)
+        for f in ("input_ids", "position_ids", "labels", "loss_mask", "seq_lens", "cu_seqlens", "doc_index"):
+            assert np.array_equal(getattr(one, f), getattr(many, f)), f
+    with pytest.raises(PackingError) as e:
+        pack(docs[:2], 8, num_threads=-1)
+    assert e.value.argument == "num_threads"

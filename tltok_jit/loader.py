@@ -28,7 +28,7 @@ How the data is cut, so that the batches are a pure function of the options and 
 
 Text is encoded as `encode_ordinary` would (a row that spells "<|endoftext|>" gets the ids of that
 text) unless `allowed_special` names special tokens to match. Null texts are skipped and counted
-(`stats`: counts of this process's iteration, not part of the state); memory holds two windows of
+(`stats`: counts of this object's iterations in this process, not part of the state); memory holds two windows of
 text and ids, their packed rows and one row group of the column. The rows of a window are laid out
 in their shuffled order, so a batch within one window is a view of them (no copy): it keeps that
 window's rows alive while it is referenced.
@@ -56,7 +56,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .packing import LONG_DOCUMENTS, STRATEGIES, PackingError, pack_documents
+from .packing import _DTYPES, LONG_DOCUMENTS, STRATEGIES, PackingError, _choice, _token, pack_documents
 
 __all__ = ["ResumeError", "TokenBatches", "torch_dataset"]
 
@@ -129,8 +129,6 @@ class TokenBatches:
                  pad_id: int = 0, long_documents: str = "split", shuffle: bool = True, epochs: int | None = 1,
                  drop_last: bool = False, block_rows: int = 1024, dtype: str = "int64",
                  return_doc_index: bool = False, allowed_special=frozenset()):
-        from .packing import _DTYPES, _choice, _token
-
         self.seq_len = _int_arg(seq_len, "seq_len", 2)
         self.batch_size = _int_arg(batch_size, "batch_size", 1)
         self.world_size = _int_arg(world_size, "world_size", 1)
@@ -167,6 +165,7 @@ class TokenBatches:
         self._row_groups = self._read_layout()
         self._position = (0, 0, 0)  # (epoch, window, rows of the window handed out)
         self._shares = None  # (share, shares) of the running iteration
+        self._resume_share = None  # (share, shares) of a loaded state, checked when iteration starts
         self.stats = {"documents": 0, "null_rows": 0, "split": 0, "dropped": 0, "tokens": 0, "rows": 0,
                       "padding_rows": 0}
 
@@ -281,12 +280,13 @@ class TokenBatches:
                                eos=-1 if self.eos_id is None else self.eos_id,
                                bos=-1 if self.bos_id is None else self.bos_id,
                                split=self.long_documents == "split", pad_id=self.pad_id,
-                               dtype=np.dtype(self.dtype).type, source_rows=rows, rng=rng)
+                               dtype=np.dtype(self.dtype).type, source_rows=rows, rng=rng,
+                               num_threads=self.num_threads)
         return batch, nulls
 
     def __iter__(self) -> Iterator[dict]:
         share, shares = self._default_share()
-        resume = getattr(self, "_resume_share", None)
+        resume = self._resume_share
         if resume is not None and resume != (share, shares):
             raise ResumeError(f"the state is from share {resume[0]} of {resume[1]} (rank x DataLoader worker), this "
                               f"iteration reads share {share} of {shares}", "shares")

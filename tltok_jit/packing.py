@@ -248,12 +248,14 @@ def documents(ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # ------------------------------------------------------------------ packing
 def pack(ids, seq_len: int, *, strategy: str = "bfd", eos_id: int | None = None, bos_id: int | None = None,
          long_documents: str = "split", pad_id: int = 0, vocab_size: int | None = None,
-         dtype: str = "int64") -> PackedBatch:
+         dtype: str = "int64", num_threads: int = 0) -> PackedBatch:
     """Pack the documents of `ids` into rows of `seq_len` ids (see this module's docstring).
 
     `ids`: a `list<uint32>` Arrow column (any integer list or large_list, chunked or sliced), a list
     of id arrays, a 2-D array (rows of one length), or a padded batch (`PaddedBatch`, or a mapping with input_ids and
-    attention_mask). `vocab_size`, when given, bounds eos_id, bos_id, pad_id and every id.
+    attention_mask). `vocab_size`, when given, bounds eos_id, bos_id, pad_id and every id. The rows
+    are written on `num_threads` threads (0: every CPU; the layout is one thread's, and the result
+    is the same for any count).
 
     >>> b = pack([[1, 2, 3], [4, 5], [6]], 4, pad_id=9)
     >>> b.input_ids.tolist()
@@ -275,11 +277,13 @@ def pack(ids, seq_len: int, *, strategy: str = "bfd", eos_id: int | None = None,
     eos = -1 if eos_id is None else _token(eos_id, "eos_id", top, vocab_size)
     bos = -1 if bos_id is None else _token(bos_id, "bos_id", top, vocab_size)
     pad_id = _token(pad_id, "pad_id", top, vocab_size)
+    if isinstance(num_threads, (bool, np.bool_)) or not isinstance(num_threads, (int, np.integer)) or num_threads < 0:
+        raise PackingError(f"num_threads must be an int of at least 0, not {num_threads!r}", "num_threads")
     values, starts, counts = documents(ids)
     limit = min(top, vocab_size - 1) if vocab_size is not None else top
     _check_range(values, starts, counts, limit, vocab_size)
     return pack_documents(values, starts, counts, seq_len, strategy=strategy, eos=eos, bos=bos,
-                          split=long_documents == "split", pad_id=pad_id, dtype=out)
+                          split=long_documents == "split", pad_id=pad_id, dtype=out, num_threads=int(num_threads))
 
 
 def _check_range(values, starts, counts, limit: int, vocab_size: int | None) -> None:
@@ -296,11 +300,12 @@ def _check_range(values, starts, counts, limit: int, vocab_size: int | None) -> 
 
 def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, seq_len: int, *, strategy: str,
                    eos: int = -1, bos: int = -1, split: bool = True, pad_id: int = 0, dtype=np.int64,
-                   source_rows: np.ndarray | None = None, rng: np.random.Generator | None = None) -> PackedBatch:
+                   source_rows: np.ndarray | None = None, rng: np.random.Generator | None = None,
+                   num_threads: int = 0) -> PackedBatch:
     """`pack` of checked documents values[starts[d]:starts[d] + counts[d]] (uint32 values, int64
     starts and counts; eos / bos -1 for none); doc_index names source_rows[d] (default d). With
     `rng` the rows come in the order rng.permutation(rows) gives (laid out in that order, so the
-    rows of a shuffled batch are a slice, not a copy)."""
+    rows of a shuffled batch are a slice, not a copy). `num_threads` as in `pack`."""
     ro = kernels.read_only
     values = ro(np.ascontiguousarray(values, dtype=np.uint32))
     starts = ro(np.ascontiguousarray(starts, dtype=np.int64))
@@ -319,8 +324,8 @@ def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, s
     position_ids = np.empty_like(input_ids)
     labels = np.empty_like(input_ids)
     loss_mask = np.empty((n_rows, seq_len), dtype=np.bool_)
-    kernels.fill_rows(values, starts, counts, np.int64(bos), np.int64(eos), seg_doc, seg_start, seg_len,
-                      row_segments, np.int64(pad_id), input_ids, position_ids, labels, loss_mask)
+    _fill(values, starts, counts, bos, eos, seg_doc, seg_start, seg_len, row_segments, pad_id,
+          (input_ids, position_ids, labels, loss_mask), num_threads)
     seq_lens, cu_seqlens, max_seqlen, tokens = _boundaries(seg_len, row_segments, seq_len)
     rows = seg_doc if source_rows is None else np.asarray(source_rows, dtype=np.int64)[seg_doc]
     doc_index = np.stack([rows, seg_start, seg_len], axis=1) if len(seg_doc) else np.empty((0, 3), np.int64)
@@ -328,6 +333,40 @@ def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, s
                        seq_lens=seq_lens, cu_seqlens=cu_seqlens, max_seqlen=max_seqlen, doc_index=doc_index,
                        row_segments=np.array(row_segments), documents=len(counts), split=n_split,
                        dropped=n_dropped, empty=n_empty, tokens=tokens)
+
+
+_PARALLEL_SLOTS = 1 << 19  # output slots per thread of the fill (fewer: a thread costs more than it saves)
+
+
+def _fill(values, starts, counts, bos, eos, seg_doc, seg_start, seg_len, row_segments, pad_id, out,
+          num_threads: int) -> None:
+    """fill_rows over the rows, in parts on threads (the kernel releases the GIL; each part writes
+    its own rows, so the result is the same for any thread count)."""
+    import os
+    import threading
+
+    n_rows, seq_len = out[0].shape
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    threads = num_threads or cpus
+    parts = max(1, min(threads, n_rows * seq_len // _PARALLEL_SLOTS))
+    bounds = [n_rows * p // parts for p in range(parts + 1)]
+
+    def run(p: int) -> None:
+        a, z = bounds[p], bounds[p + 1]
+        kernels.fill_rows(values, starts, counts, np.int64(bos), np.int64(eos), seg_doc, seg_start, seg_len,
+                          row_segments[a:z + 1], np.int64(pad_id), *(x[a:z] for x in out))
+
+    workers = [threading.Thread(target=run, args=(p,)) for p in range(1, parts)]
+    for w in workers:
+        w.start()
+    try:
+        run(0)
+    finally:
+        for w in workers:
+            w.join()
 
 
 def _reorder_rows(order, seg_doc, seg_start, seg_len, row_segments):
