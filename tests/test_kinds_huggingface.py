@@ -141,3 +141,17 @@ def test_incremental_state_stays_bounded(pair, name):
         assert oracle.decode(ids[:len(deltas)], skip_special_tokens=True).startswith(state["text"])
     assert "".join(deltas) == tok.decode(ids)
     assert longest <= (WINDOW_LEN + 4 if name == "mistral-7b" else 3)
+
+
+def test_a_wordpiece_file_builds_the_wordpiece_tokenizer(shared_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    path = shared_path("tokenizers/minilm/tokenizer.json")
+    tok = build_tokenizer(TokenizerSpec("huggingface", {"tokenizer": path}))
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    hf.no_padding()  # the file pads and cuts to 128; encode returns every id
+    hf.no_truncation()
+    text = "Héllo, WORLD! 日本語 tokenization"
+    assert tok.encode(text) == hf.encode(text, add_special_tokens=False).ids
+    assert tok.decode(tok.encode(text)) == hf.decode(hf.encode(text, add_special_tokens=False).ids)
+    with pytest.raises(TokenizerAssetError, match="add_special_tokens"):
+        build_tokenizer(TokenizerSpec("huggingface", {"tokenizer": path}, {"add_special_tokens": True}))

@@ -108,3 +108,19 @@ def test_refusals_name_what_is_wrong(build, tmp_path):
     decode_only = build_tokenizer(TokenizerSpec("symbol_table", {"units": units}))
     with pytest.raises(EncodeNotSupportedError):
         decode_only.encode_batch_padded(["a"], pad_id=0)
+
+
+def test_wordpiece_pairs_as_tuples_equal_hf(shared_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    import tltok_jit
+
+    path = str(shared_path("tokenizers/minilm/tokenizer.json"))
+    tok = tltok_jit.from_file(path)
+    pairs = [("a query", "a passage about it"), ("x", ""), ("Héllo 日本", "WORLD!")]
+    got = tok.encode_batch_padded(pairs, add_special_tokens=True)
+    want = tokenizers.Tokenizer.from_file(path).encode_batch(pairs)  # the file's own padding (128) and cut
+    assert got.input_ids.tolist() == [e.ids for e in want]
+    assert got.token_type_ids.tolist() == [e.type_ids for e in want]
+    assert got.attention_mask.tolist() == [e.attention_mask for e in want]
+    split = tok.encode_batch_padded([a for a, _ in pairs], pairs=[b for _, b in pairs], add_special_tokens=True)
+    assert np.array_equal(split.input_ids, got.input_ids)

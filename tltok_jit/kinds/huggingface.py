@@ -83,6 +83,10 @@ def build(spec: TokenizerSpec) -> HuggingFaceTokenizer:
         raise TokenizerAssetError(f"tokenizer kind 'huggingface': unknown options {sorted(unknown)}")
     path = spec.asset("tokenizer")
     config = spec.asset("config", required=False)
+    from ..loaders.hf_wordpiece import is_wordpiece_file
+
+    if is_wordpiece_file(path):
+        return _wordpiece(spec, path, config)
     try:
         desc = read_hf_json(path, config)
         enc = Encoding(desc)
@@ -91,3 +95,16 @@ def build(spec: TokenizerSpec) -> HuggingFaceTokenizer:
         raise TokenizerAssetError(f"tokenizer kind 'huggingface': {assets}: {e}") from None
     special = frozenset(t.id for t in desc.added_tokens if t.special)
     return HuggingFaceTokenizer(enc, special, add_special_tokens=bool(spec.options.get("add_special_tokens", False)))
+
+
+def _wordpiece(spec: TokenizerSpec, path: str, config: str | None):
+    """A WordPiece tokenizer.json (the BERT family) behind the contract: its own tokenizer object."""
+    from .wordpiece import WordPieceTokenizer
+
+    if spec.options.get("add_special_tokens"):
+        raise TokenizerAssetError("tokenizer kind 'huggingface': option 'add_special_tokens' is not supported for "
+                                  f"the WordPiece file {path}: call encode(text, add_special_tokens=True) on it")
+    try:
+        return WordPieceTokenizer.from_file(path, config)
+    except TokenizerFileError as e:
+        raise TokenizerAssetError(f"tokenizer kind 'huggingface': asset 'tokenizer' ({path}): {e}") from None

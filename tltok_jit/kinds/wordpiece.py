@@ -375,6 +375,9 @@ class WordPieceTokenizer(Tokenizer):
         `kinds.wordpiece_padded.encode_batch_padded`."""
         from .wordpiece_padded import encode_batch_padded
 
+        if pairs is None and isinstance(texts, (list, tuple)) and texts and all(
+                isinstance(t, tuple) and len(t) == 2 for t in texts):  # [(a, b), ...], as HF's encode_batch
+            texts, pairs = [a for a, _ in texts], [b for _, b in texts]
         return encode_batch_padded(self, texts, pairs, **kwargs)
 
     def __repr__(self) -> str:
