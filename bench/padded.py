@@ -37,9 +37,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,6 +44,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from bench import common  # noqa: E402
 
 LIBS = ("padded", "padded-int32", "encode_arrow", "hf", "hf+arrays")
 MAX_LENGTH = 512
@@ -145,19 +144,6 @@ def worker(spec: dict) -> dict:
             "n_ids": n_ids, "sha": h.hexdigest() if lib != "encode_arrow" else None}
 
 
-def run_one(spec: dict, timeout: float) -> dict:
-    env = dict(os.environ)
-    env["RAYON_NUM_THREADS"] = str(spec["threads"])
-    env["NUMBA_NUM_THREADS"] = str(spec["threads"])
-    env["TOKENIZERS_PARALLELISM"] = "true" if spec["threads"] > 1 else "false"
-    env["TLTOK_COMPILE"] = "foreground"  # time the kernels, never the Python encoder that answers while they compile
-    p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
-                       env=env, timeout=timeout, cwd=str(REPO))
-    if p.returncode != 0:
-        return {**spec, "error": ((p.stderr or p.stdout).strip().splitlines() or ["failed"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 def _find(rows: list[dict], r: dict, lib: str) -> dict | None:
     return next((x for x in rows if x["lib"] == lib and "wall" in x and all(
         x[k] == r[k] for k in ("model", "corpus", "threads", "batch_rows"))), None)
@@ -194,19 +180,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", help="write the table (markdown) there and the rows as JSON beside it")
     args = ap.parse_args(argv)
     if args.worker:
-        spec = json.loads(args.worker)
-        try:  # pin before any library sizes a pool from the CPU count
-            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:max(int(spec["threads"]), 1)])
-        except (AttributeError, OSError):
-            pass
-        print(json.dumps(worker(spec)))
-        return 0
-    load0 = os.getloadavg()
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    libs = [x for x in args.libs.split(",") if x]
-    unknown = sorted(set(libs) - set(LIBS))
-    if unknown:
-        print(f"--libs: unknown {unknown}; known: {', '.join(LIBS)}", file=sys.stderr)
+        return common.serve_worker(args.worker, worker)
+    run = common.Run()
+    libs = common.known_libs(args.libs, LIBS)
+    if libs is None:
         return 2
     rows: list[dict] = []
     for corpus in args.corpora.split(","):
@@ -215,14 +192,7 @@ def main(argv: list[str]) -> int:
             for lib in libs:
                 spec = {"lib": lib, "model": args.model, "corpus": corpus, "threads": args.threads,
                         "batch_rows": batch_rows}
-                best = None
-                for _ in range(args.repeat):
-                    r = run_one(spec, args.timeout)
-                    if "error" in r:
-                        best = r
-                        break
-                    if best is None or r["wall"] < best["wall"]:
-                        best = r
+                best = common.best_of(__file__, spec, args.repeat, args.timeout)
                 group.append(best)
                 msg = best.get("error") or (f"{best['bytes'] / best['wall'] / 1e6:.1f} MB/s "
                                             f"({best['bytes'] / max(best['cpu'], 1e-9) / 1e6:.1f} cpuMB/s)")
@@ -235,24 +205,9 @@ def main(argv: list[str]) -> int:
     table = _table(rows)
     print(table)
     if args.out:
-        import importlib.metadata as md
-
-        versions = {}
-        for dist in ("tokenizers", "numba", "numpy", "pyarrow"):
-            try:
-                versions[dist] = md.version(dist)
-            except md.PackageNotFoundError:
-                pass
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=str(REPO)).stdout.strip()
-        head = [
-            f"# Fixed-shape batches: encode_batch_padded vs encode_arrow and HF tokenizers ({args.model})",
-            "",
-            f"- date: {started}; commit {commit}; Python {platform.python_version()}; {os.cpu_count()} CPUs; "
-            "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
-            f"- load average (1/5/15 min) at start {tuple(round(x, 2) for x in load0)}, at end "
-            f"{tuple(round(x, 2) for x in os.getloadavg())} (a shared machine: cpuMB/s is the steadier figure)",
-            f"- command: `python -m bench padded {' '.join(argv)}`",
+        head = run.header(f"Fixed-shape batches: encode_batch_padded vs encode_arrow and HF tokenizers ({args.model})",
+                          ("tokenizers", "numba", "numpy", "pyarrow"),
+                          f"python -m bench padded {' '.join(argv)}") + [
             f"- ~1.5 KB documents; truncation to {MAX_LENGTH}, padding to the longest row of each call; every number "
             "a fresh process pinned to `thr` CPUs, warmed up on other text, the best of the repeats; "
             "padded vs this = this lib's wall time / padded's (above 1: padded is faster; (cpu): CPU seconds of the "
@@ -261,7 +216,7 @@ def main(argv: list[str]) -> int:
         ]
         out = Path(args.out)
         out.write_text("\n".join(head) + "\n" + table + "\n", encoding="utf-8")
-        out.with_suffix(".json").write_text(json.dumps({"date": started, "commit": commit, "versions": versions,
+        out.with_suffix(".json").write_text(json.dumps({"date": run.started, "commit": run.commit, "versions": run.versions,
                                                         "argv": argv, "rows": rows}, indent=1), encoding="utf-8")
     return 0
 

@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from bench import common  # noqa: E402
 
 LIBS = ("ours", "ours-numpy", "ours-arrow", "hf", "hf-ids")
 DOC_BYTES = 1500
@@ -111,19 +111,6 @@ def worker(spec: dict) -> dict:
             "n_ids": sum(map(len, rows)), "sha": h.hexdigest()}
 
 
-def run_one(spec: dict, timeout: float) -> dict:
-    env = dict(os.environ)
-    env["RAYON_NUM_THREADS"] = str(spec["threads"])
-    env["NUMBA_NUM_THREADS"] = str(spec["threads"])
-    env["TOKENIZERS_PARALLELISM"] = "true" if spec["threads"] > 1 else "false"
-    env["TLTOK_COMPILE"] = "foreground"
-    p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
-                       env=env, timeout=timeout, cwd=str(REPO))
-    if p.returncode != 0:
-        return {**spec, "error": ((p.stderr or p.stdout).strip().splitlines() or ["failed"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 def _table(rows: list[dict]) -> str:
     lines = ["| corpus | thr | lib | MB/s | cpuMB/s | x hf-ids (wall) | x hf-ids (cpu) | exact |",
              "|---|---:|---|---:|---:|---:|---:|---|"]
@@ -153,33 +140,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", help="write the table (markdown) there and the rows as JSON beside it")
     args = ap.parse_args(argv)
     if args.worker:
-        spec = json.loads(args.worker)
-        try:  # pin before any library sizes a pool from the CPU count
-            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:max(int(spec["threads"]), 1)])
-        except (AttributeError, OSError):
-            pass
-        print(json.dumps(worker(spec)))
-        return 0
-    load0 = os.getloadavg()
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    libs = [x for x in args.libs.split(",") if x]
-    unknown = sorted(set(libs) - set(LIBS))
-    if unknown:
-        print(f"--libs: unknown {unknown}; known: {', '.join(LIBS)}", file=sys.stderr)
+        return common.serve_worker(args.worker, worker)
+    run = common.Run()
+    libs = common.known_libs(args.libs, LIBS)
+    if libs is None:
         return 2
     rows: list[dict] = []
     for corpus in args.corpora.split(","):
         for threads in (int(x) for x in args.threads.split(",")):
             for lib in libs:
                 spec = {"lib": lib, "corpus": corpus, "threads": threads}
-                best = None
-                for _ in range(args.repeat):
-                    r = run_one(spec, args.timeout)
-                    if "error" in r:
-                        best = r
-                        break
-                    if best is None or r["wall"] < best["wall"]:
-                        best = r
+                best = common.best_of(__file__, spec, args.repeat, args.timeout)
                 rows.append(best)
                 msg = best.get("error") or (f"{best['bytes'] / best['wall'] / 1e6:.1f} MB/s "
                                             f"({best['bytes'] / max(best['cpu'], 1e-9) / 1e6:.1f} cpuMB/s)")
@@ -187,25 +158,9 @@ def main(argv: list[str]) -> int:
     table = _table(rows)
     print(table)
     if args.out:
-        import importlib.metadata as md
-        import platform
-
-        versions = {}
-        for dist in ("tokenizers", "numba", "numpy", "pyarrow"):
-            try:
-                versions[dist] = md.version(dist)
-            except md.PackageNotFoundError:
-                pass
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=str(REPO)).stdout.strip()
-        head = [
-            "# WordPiece (all-MiniLM-L6-v2): encode_batch / encode_arrow against HF tokenizers",
-            "",
-            f"- date: {started}; commit {commit}; Python {platform.python_version()}; {os.cpu_count()} CPUs; "
-            "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
-            f"- load average (1/5/15 min) at start {tuple(round(x, 2) for x in load0)}, at end "
-            f"{tuple(round(x, 2) for x in os.getloadavg())} (a shared machine: cpuMB/s is the steadier figure)",
-            f"- command: `python bench/wordpiece.py {' '.join(argv)}`",
+        head = run.header("WordPiece (all-MiniLM-L6-v2): encode_batch / encode_arrow against HF tokenizers",
+                          ("tokenizers", "numba", "numpy", "pyarrow"),
+                          f"python bench/wordpiece.py {' '.join(argv)}") + [
             "- ~1.5 KB documents, one call over all of them; every number a fresh process pinned to `thr` CPUs, "
             "warmed up on other text, the best of the repeats; x hf-ids = HF's time for the same ids as lists / "
             "this lib's; exact = the ids equal HF's",
