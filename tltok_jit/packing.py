@@ -35,8 +35,8 @@ import numpy as np
 from .errors import TltokError
 from .kernels import packing as kernels
 
-__all__ = ["PackedBatch", "PackingError", "STRATEGIES", "pack", "pack_column", "packed_table", "torchtune_fields",
-           "write_parquet"]
+__all__ = ["PackedBatch", "PackingError", "STRATEGIES", "documents", "pack", "pack_column", "pack_documents",
+           "packed_table", "torchtune_fields", "write_parquet"]
 
 STRATEGIES = ("bfd", "concat", "pad")
 LONG_DOCUMENTS = ("split", "drop")
