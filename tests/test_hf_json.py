@@ -516,7 +516,7 @@ def test_repeated_merge_takes_its_last_rank_like_hf(tmp_path):
 
 
 REFUSALS = [
-    ({"model.type": "WordPiece"}, "model.type", "WordPiece"),
+    ({"model.type": "WordLevel"}, "model.type", "WordLevel"),
     ({"model.type": "Unigram"}, "model.type", "Unigram"),
     ({"model.dropout": 0.1}, "model.dropout", "0.1"),
     ({"model.continuing_subword_prefix": "##"}, "model.continuing_subword_prefix", "##"),

@@ -94,7 +94,11 @@ __all__ = [
     "UnsupportedTokenizerError",
     "bytes_to_unicode",
     "hf_nfc",
+    "check_vocab_ids",
+    "load_json",
+    "read_added_tokens",
     "read_hf_json",
+    "shown",
 ]
 
 
@@ -173,7 +177,7 @@ def _lone_surrogate_at(node, path: str = "") -> str | None:
     return None
 
 
-def _load_json(path) -> object:
+def load_json(path) -> object:
     p = os.fspath(path)
     with open(p, "rb") as f:  # FileNotFoundError / OSError propagate with the path
         raw = f.read()
@@ -202,7 +206,7 @@ def _is_id(v) -> bool:
 def _added_token(d, where, fname) -> AddedToken:
     if not isinstance(d, dict) or not isinstance(d.get("content"), str) or not _is_id(d.get("id")):
         raise TokenizerFileError(f"{where}: {fname} needs a token id (an integer 0..2**32-1) and a string "
-                                 f"content, got {_shown(d)}")
+                                 f"content, got {shown(d)}")
     for flag in ("single_word", "lstrip", "rstrip"):
         if d.get(flag, False):
             raise UnsupportedTokenizerError(where, f"{fname}.{flag}", d.get(flag),
@@ -213,24 +217,24 @@ def _added_token(d, where, fname) -> AddedToken:
                       normalized=bool(d.get("normalized", False)))
 
 
-def _shown(v, limit: int = 200) -> str:
+def shown(v, limit: int = 200) -> str:
     r = repr(v)
     return r if len(r) <= limit else r[:limit] + "..."
 
 
-def _check_vocab_ids(vocab_str: dict, where) -> None:
+def check_vocab_ids(vocab_str: dict, where) -> None:
     """Ids are u32 (as `tokenizers` reads them), and the largest leaves at most as many ids unused
     as there are tokens (plus 1024): the tables are arrays indexed by id."""
     for s, i in vocab_str.items():
         if not _is_id(i):
-            raise TokenizerFileError(f"{where}: model.vocab[{_shown(s)}] = {_shown(i)} is not a token id "
+            raise TokenizerFileError(f"{where}: model.vocab[{shown(s)}] = {shown(i)} is not a token id "
                                      "(an integer 0..2**32-1)")
     if vocab_str:
         top = max(vocab_str.values())
         bound = 2 * len(vocab_str) + 1024
         if top >= bound:
             s = next(s for s, i in vocab_str.items() if i == top)
-            raise TokenizerFileError(f"{where}: model.vocab[{_shown(s)}] = {top}: the {len(vocab_str)} tokens' ids "
+            raise TokenizerFileError(f"{where}: model.vocab[{shown(s)}] = {top}: the {len(vocab_str)} tokens' ids "
                                      f"must be below {bound} (twice their number plus 1024)")
 
 
@@ -301,7 +305,7 @@ def _assign_ids(tokens: list[AddedToken], av: _AddedVocab, where: str, declared_
         if new_id != t.id:
             warnings.warn(f"{where}: added token {t.content!r} is declared with id {t.id} {declared_in} but lands "
                           f"on id {new_id} (tokenizers assigns added-token ids in order); using {new_id}",
-                          TokenizerConfigWarning, stacklevel=4)
+                          TokenizerConfigWarning, stacklevel=5)
         out[t.content] = AddedToken(t.content, new_id, special=t.special, normalized=t.normalized)
     return list(out.values())
 
@@ -309,7 +313,7 @@ def _assign_ids(tokens: list[AddedToken], av: _AddedVocab, where: str, declared_
 def _config_added(config_path, tokens: list[AddedToken], av: _AddedVocab) -> list[AddedToken]:
     """The tokenizer_config.json added-token merge (see the module docstring)."""
     where_cfg = os.fspath(config_path)
-    cfg = _load_json(config_path)
+    cfg = load_json(config_path)
     if not isinstance(cfg, dict):
         raise TokenizerFileError(f"{where_cfg}: the top level must be an object")
     decl = cfg.get("added_tokens_decoder")
@@ -334,11 +338,30 @@ def _config_added(config_path, tokens: list[AddedToken], av: _AddedVocab) -> lis
         if h is not None:
             if h.id != t.id:
                 warnings.warn(f"{where_cfg}: added token {t.content!r} is declared with id {t.id} but the "
-                              f"tokenizer.json gives it id {h.id}; using {h.id}", TokenizerConfigWarning, stacklevel=4)
+                              f"tokenizer.json gives it id {h.id}; using {h.id}", TokenizerConfigWarning, stacklevel=5)
             continue
         new.append(t)
     # missing entries are added in declared-id order, as transformers adds them to the backend
     return list(tokens) + _assign_ids(new, av, where_cfg, "in added_tokens_decoder")
+
+
+def read_added_tokens(d: dict, vocab_str: dict[str, int], config, where: str) -> list[AddedToken]:
+    """The file's `added_tokens` (and the config's `added_tokens_decoder` entries it lacks) with the
+    ids HF gives them; an added token may reuse a vocabulary id only for the same string."""
+    at = d.get("added_tokens", [])
+    if not isinstance(at, list):
+        raise TokenizerFileError(f"{where}: added_tokens must be a list")
+    added = [_added_token(x, where, f"added_tokens[{i}]") for i, x in enumerate(at)]
+    av = _AddedVocab(vocab_str)
+    added = _assign_ids(added, av, where, "in the file")
+    if config is not None:
+        added = _config_added(config, added, av)
+    id_to_str = {i: s for s, i in vocab_str.items()}
+    for t in added:
+        if t.id in id_to_str and id_to_str[t.id] != t.content:
+            raise TokenizerFileError(f"{where}: added token {t.content!r} has id {t.id}, which is vocabulary "
+                                     f"token {id_to_str[t.id]!r}")
+    return added
 
 
 def _scanner_kind(steps: list[PreTokenizer]) -> tuple[str | None, str]:
@@ -367,7 +390,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
                  name: str | None = None) -> ModelDescription:
     """Read a tokenizer.json (and optionally its tokenizer_config.json) into a ModelDescription."""
     where = os.fspath(path)
-    d = _load_json(path)
+    d = load_json(path)
     if not isinstance(d, dict):
         raise TokenizerFileError(f"{where}: the top level must be a JSON object")
     if name is None:
@@ -393,7 +416,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
     vocab_str = model.get("vocab")
     if not isinstance(vocab_str, dict):
         raise TokenizerFileError(f"{where}: model.vocab must be an object of token -> integer id")
-    _check_vocab_ids(vocab_str, where)
+    check_vocab_ids(vocab_str, where)
     merges_raw = model.get("merges", [])
     if not isinstance(merges_raw, list):
         raise TokenizerFileError(f"{where}: model.merges must be a list")
@@ -427,19 +450,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         raise TokenizerFileError(f"{where}: two vocabulary tokens share an id")
 
     # added tokens
-    at = d.get("added_tokens", [])
-    if not isinstance(at, list):
-        raise TokenizerFileError(f"{where}: added_tokens must be a list")
-    added = [_added_token(x, where, f"added_tokens[{i}]") for i, x in enumerate(at)]
-    av = _AddedVocab(vocab_str)
-    added = _assign_ids(added, av, where, "in the file")
-    if config is not None:
-        added = _config_added(config, added, av)
-    id_to_str = {i: s for s, i in vocab_str.items()}
-    for t in added:
-        if t.id in id_to_str and id_to_str[t.id] != t.content:
-            raise TokenizerFileError(f"{where}: added token {t.content!r} has id {t.id}, which is vocabulary "
-                                     f"token {id_to_str[t.id]!r}")
+    added = read_added_tokens(d, vocab_str, config, where)
     normalizers = read_normalizers(d.get("normalizer"), where)
     if normalizers and any(t.normalized for t in added):
         raise UnsupportedTokenizerError(where, "added_tokens[].normalized", True,
@@ -478,7 +489,7 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         unk = model.get("unk_token")
         if unk is not None:
             if not isinstance(unk, str):
-                raise TokenizerFileError(f"{where}: model.unk_token must be a string or null, got {_shown(unk)}")
+                raise TokenizerFileError(f"{where}: model.unk_token must be a string or null, got {shown(unk)}")
             if unk not in vocab_str:
                 raise TokenizerFileError(f"{where}: model.unk_token {unk!r} is not in the vocabulary")
             unk_id = vocab_str[unk]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
 from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_PUNCT, PRE_WHITESPACE, PRE_WHITESPACE_SPLIT
-from .hf_json import _AddedVocab, _added_token, _assign_ids, _check_vocab_ids, _config_added, _load_json, _shown
+from .hf_json import check_vocab_ids, load_json, read_added_tokens, shown
 
 __all__ = ["NormalizerSpec", "Padding", "PRE_NONE", "Template", "Truncation", "WordPieceModel",
            "is_wordpiece_file", "read_wordpiece_json"]
@@ -110,7 +110,7 @@ def is_wordpiece_file(path) -> bool:
     if b'"WordPiece"' not in raw:
         return False
     try:
-        d = _load_json(path)
+        d = load_json(path)
     except TokenizerFileError:
         return False
     return isinstance(d, dict) and isinstance(d.get("model"), dict) and d["model"].get("type") == "WordPiece"
@@ -119,14 +119,14 @@ def is_wordpiece_file(path) -> bool:
 def _bool(obj: dict, key: str, where: str, fieldname: str, default=None) -> bool:
     v = obj.get(key, default)
     if not isinstance(v, bool):
-        raise TokenizerFileError(f"{where}: {fieldname}.{key} must be true or false, got {_shown(v)}")
+        raise TokenizerFileError(f"{where}: {fieldname}.{key} must be true or false, got {shown(v)}")
     return v
 
 
 def _count(v, where: str, fieldname: str, least: int = 0, most: int | None = None) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or v < least or (most is not None and v > most):
         bound = f"{least}.." + (str(most) if most is not None else "")
-        raise TokenizerFileError(f"{where}: {fieldname} must be an integer in {bound}, got {_shown(v)}")
+        raise TokenizerFileError(f"{where}: {fieldname} must be an integer in {bound}, got {shown(v)}")
     return v
 
 
@@ -138,7 +138,7 @@ def _bert_normalizer(obj: dict, where: str) -> NormalizerSpec:
     lower = _bool(obj, "lowercase", where, "normalizer", True)
     strip = obj.get("strip_accents")
     if strip is not None and not isinstance(strip, bool):
-        raise TokenizerFileError(f"{where}: normalizer.strip_accents must be true, false or null, got {_shown(strip)}")
+        raise TokenizerFileError(f"{where}: normalizer.strip_accents must be true, false or null, got {shown(strip)}")
     return NormalizerSpec(clean_text=_bool(obj, "clean_text", where, "normalizer", True),
                           handle_chinese_chars=_bool(obj, "handle_chinese_chars", where, "normalizer", True),
                           strip_accents=lower if strip is None else strip, lowercase=lower)
@@ -228,7 +228,7 @@ def _special_ids(name, specials: dict, known: set, where: str, fieldname: str) -
     ids = tuple(entry["ids"])
     for i in ids:
         if not isinstance(i, int) or isinstance(i, bool) or i not in known:
-            raise TokenizerFileError(f"{where}: post_processor.special_tokens[{name!r}] has id {_shown(i)}, "
+            raise TokenizerFileError(f"{where}: post_processor.special_tokens[{name!r}] has id {shown(i)}, "
                                      "which is no token")
     return ids
 
@@ -278,7 +278,7 @@ def _post_processor(obj, vocab: dict, known: set, where: str) -> Template | None
             if not (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], int)
                     and not isinstance(v[1], bool) and v[1] in known):
                 raise TokenizerFileError(f"{where}: post_processor.{key} must be [token, id] of a token, "
-                                         f"got {_shown(v)}")
+                                         f"got {shown(v)}")
             ids.append((v[1],))
         cls, sep = ids
         return Template(single=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0)),
@@ -295,7 +295,7 @@ def _decoder(obj, where: str) -> tuple[str, bool] | None:
         raise UnsupportedTokenizerError(where, "decoder.type", t, "WordPiece files: the WordPiece decoder or null")
     prefix = obj.get("prefix", "##")
     if not isinstance(prefix, str):
-        raise TokenizerFileError(f"{where}: decoder.prefix must be a string, got {_shown(prefix)}")
+        raise TokenizerFileError(f"{where}: decoder.prefix must be a string, got {shown(prefix)}")
     return prefix, _bool(obj, "cleanup", where, "decoder", True)
 
 
@@ -345,7 +345,7 @@ def _padding(obj, n_ids: int, where: str) -> Padding | None:
 def read_wordpiece_json(path, config=None, *, name: str | None = None) -> WordPieceModel:
     """Read a WordPiece tokenizer.json (and optionally its tokenizer_config.json's added tokens)."""
     where = os.fspath(path)
-    d = _load_json(path)
+    d = load_json(path)
     if not isinstance(d, dict):
         raise TokenizerFileError(f"{where}: the top level must be a JSON object")
     if name is None:
@@ -362,34 +362,22 @@ def read_wordpiece_json(path, config=None, *, name: str | None = None) -> WordPi
     vocab = model.get("vocab")
     if not isinstance(vocab, dict) or not vocab:
         raise TokenizerFileError(f"{where}: model.vocab must be a non-empty object of token -> integer id")
-    _check_vocab_ids(vocab, where)
+    check_vocab_ids(vocab, where)
     if len(set(vocab.values())) != len(vocab):
         raise TokenizerFileError(f"{where}: two vocabulary tokens share an id")
     if "" in vocab:
         raise TokenizerFileError(f"{where}: the vocabulary has an empty token")
     unk = model.get("unk_token", "[UNK]")
     if not isinstance(unk, str) or unk not in vocab:
-        raise TokenizerFileError(f"{where}: model.unk_token {_shown(unk)} is not in the vocabulary "
+        raise TokenizerFileError(f"{where}: model.unk_token {shown(unk)} is not in the vocabulary "
                                  "(tokenizers fails on the first unknown word)")
     prefix = model.get("continuing_subword_prefix", "##")
     if not isinstance(prefix, str):
-        raise TokenizerFileError(f"{where}: model.continuing_subword_prefix must be a string, got {_shown(prefix)}")
+        raise TokenizerFileError(f"{where}: model.continuing_subword_prefix must be a string, got {shown(prefix)}")
     max_chars = _count(model.get("max_input_chars_per_word", 100), where, "model.max_input_chars_per_word", 0,
                        MAX_WORD_CHARS)
 
-    at = d.get("added_tokens", [])
-    if not isinstance(at, list):
-        raise TokenizerFileError(f"{where}: added_tokens must be a list")
-    added = [_added_token(x, where, f"added_tokens[{i}]") for i, x in enumerate(at)]
-    av = _AddedVocab(vocab)
-    added = _assign_ids(added, av, where, "in the file")
-    if config is not None:
-        added = _config_added(config, added, av)
-    id_to_str = {i: s for s, i in vocab.items()}
-    for t in added:
-        if t.id in id_to_str and id_to_str[t.id] != t.content:
-            raise TokenizerFileError(f"{where}: added token {t.content!r} has id {t.id}, which is vocabulary "
-                                     f"token {id_to_str[t.id]!r}")
+    added = read_added_tokens(d, vocab, config, where)
     normalizer = _normalizer(d.get("normalizer"), where)
     if normalizer is not None and any(t.normalized for t in added):
         t = next(t for t in added if t.normalized)
