@@ -141,9 +141,9 @@ def _rebuild_message(cls, message: str, attrs: dict):
     return e
 
 
-class PaddingError(ValueError, TltokError):
-    """A fixed-shape batch cannot be made as asked: `argument` names the argument at fault, `row` the
-    input row (None when no row is)."""
+class BatchArgumentError(ValueError, TltokError):
+    """A batch cannot be made as asked: `argument` names the argument at fault, `row` the input row
+    (None when no row is)."""
 
     def __init__(self, message: str, argument: str, row: int | None = None):
         super().__init__(message)
@@ -152,3 +152,16 @@ class PaddingError(ValueError, TltokError):
 
     def __reduce__(self):
         return type(self), (self.args[0], self.argument, self.row)
+
+
+class PaddingError(BatchArgumentError):
+    """A fixed-shape batch (`encode_batch_padded`) cannot be made as asked."""
+
+
+class PackingError(BatchArgumentError):
+    """Rows cannot be packed (`tltok_jit.packing.pack`, the loader) as asked."""
+
+
+class ResumeError(PackingError):
+    """A state given to `TokenBatches.load_state_dict` belongs to other options, files or shares;
+    `argument` names the first that differs."""

@@ -56,17 +56,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .packing import _DTYPES, LONG_DOCUMENTS, STRATEGIES, PackingError, _choice, _token, pack_documents
+from .errors import PackingError, ResumeError
+from .packing import DTYPES, LONG_DOCUMENTS, STRATEGIES, check_choice, check_token, pack_documents
 
 __all__ = ["ResumeError", "TokenBatches", "torch_dataset"]
 
 STATE_VERSION = 1
 _MAGIC = ("tltok_jit.loader", STATE_VERSION)
-
-
-class ResumeError(PackingError):
-    """A state given to `TokenBatches.load_state_dict` belongs to other options, files or shares;
-    `argument` names the first that differs."""
 
 
 _TABLE_GROUP = 1 << 16  # rows of an in-memory table taken as one row group
@@ -137,23 +133,23 @@ class TokenBatches:
             raise PackingError(f"rank must be below world_size={self.world_size}, not {rank}", "rank")
         self.shuffle_buffer = _int_arg(shuffle_buffer, "shuffle_buffer", 1)
         self.seed = _int_arg(seed, "seed", 0)
-        self.strategy = _choice(strategy, "strategy", STRATEGIES)
-        self.long_documents = _choice(long_documents, "long_documents", LONG_DOCUMENTS)
+        self.strategy = check_choice(strategy, "strategy", STRATEGIES)
+        self.long_documents = check_choice(long_documents, "long_documents", LONG_DOCUMENTS)
         self.epochs = None if epochs is None else _int_arg(epochs, "epochs", 1)
         self.block_rows = _int_arg(block_rows, "block_rows", 1)
         self.num_threads = 0 if num_threads is None else _int_arg(num_threads, "num_threads", 0)
         if not isinstance(column, str):
             raise PackingError(f"column must be a column name, not {column!r}", "column")
         self.column = column
-        if not isinstance(dtype, str) or dtype not in _DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise PackingError(f"dtype must be 'int64' or 'int32', not {dtype!r}", "dtype")
         self.dtype = dtype
         self.shuffle, self.drop_last, self.return_doc_index = bool(shuffle), bool(drop_last), bool(return_doc_index)
         n_vocab = getattr(tokenizer, "n_vocab", None)
-        top = int(np.iinfo(_DTYPES[dtype]).max)
-        self.eos_id = None if eos_id is None else _token(eos_id, "eos_id", top, n_vocab)
-        self.bos_id = None if bos_id is None else _token(bos_id, "bos_id", top, n_vocab)
-        self.pad_id = _token(pad_id, "pad_id", top, n_vocab)
+        top = int(np.iinfo(DTYPES[dtype]).max)
+        self.eos_id = None if eos_id is None else check_token(eos_id, "eos_id", top, n_vocab)
+        self.bos_id = None if bos_id is None else check_token(bos_id, "bos_id", top, n_vocab)
+        self.pad_id = check_token(pad_id, "pad_id", top, n_vocab)
         if not callable(getattr(tokenizer, "encode_arrow", None)):
             raise PackingError("tokenizer must have encode_arrow (a tltok_jit Encoding)", "tokenizer")
         self.tokenizer = tokenizer

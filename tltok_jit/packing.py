@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import TltokError
+from .errors import PackingError
 from .kernels import packing as kernels
 
 __all__ = ["PackedBatch", "PackingError", "STRATEGIES", "documents", "pack", "pack_column", "pack_documents",
@@ -41,20 +41,7 @@ __all__ = ["PackedBatch", "PackingError", "STRATEGIES", "documents", "pack", "pa
 STRATEGIES = ("bfd", "concat", "pad")
 LONG_DOCUMENTS = ("split", "drop")
 IGNORE_INDEX = -100  # label of an id without loss (HF's and torchtune's ignore index)
-_DTYPES = {"int64": np.int64, "int32": np.int32}
-
-
-class PackingError(ValueError, TltokError):
-    """Rows cannot be packed as asked: `argument` names the argument at fault, `row` the input row
-    (None when no row is)."""
-
-    def __init__(self, message: str, argument: str, row: int | None = None):
-        super().__init__(message)
-        self.argument = argument
-        self.row = row
-
-    def __reduce__(self):
-        return type(self), (self.args[0], self.argument, self.row)
+DTYPES = {"int64": np.int64, "int32": np.int32}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -110,13 +97,13 @@ def _int(value, arg: str, least: int, most: int | None = None) -> int:
     return v
 
 
-def _choice(value, arg: str, allowed) -> str:
+def check_choice(value, arg: str, allowed) -> str:
     if not isinstance(value, str) or value not in allowed:
         raise PackingError(f"{arg} must be one of {', '.join(map(repr, allowed))}, not {value!r}", arg)
     return value
 
 
-def _token(value, arg: str, top: int, vocab_size: int | None) -> int:
+def check_token(value, arg: str, top: int, vocab_size: int | None) -> int:
     """A checked id: an int in [0, vocab_size) (or what the output dtype holds)."""
     if vocab_size is not None:
         top = min(top, vocab_size - 1)
@@ -266,17 +253,17 @@ def pack(ids, seq_len: int, *, strategy: str = "bfd", eos_id: int | None = None,
     ([[3, 1], [2, 2]], [0, 3, 4, 6, 8], [[0, 0, 3], [2, 0, 1], [1, 0, 2]])
     """
     seq_len = _int(seq_len, "seq_len", 2)
-    strategy = _choice(strategy, "strategy", STRATEGIES)
-    long_documents = _choice(long_documents, "long_documents", LONG_DOCUMENTS)
-    if not isinstance(dtype, str) or dtype not in _DTYPES:
+    strategy = check_choice(strategy, "strategy", STRATEGIES)
+    long_documents = check_choice(long_documents, "long_documents", LONG_DOCUMENTS)
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         raise PackingError(f"dtype must be 'int64' or 'int32', not {dtype!r}", "dtype")
-    out = _DTYPES[dtype]
+    out = DTYPES[dtype]
     top = int(np.iinfo(out).max) if out == np.int32 else 0xFFFFFFFF
     if vocab_size is not None:
         vocab_size = _int(vocab_size, "vocab_size", 1)
-    eos = -1 if eos_id is None else _token(eos_id, "eos_id", top, vocab_size)
-    bos = -1 if bos_id is None else _token(bos_id, "bos_id", top, vocab_size)
-    pad_id = _token(pad_id, "pad_id", top, vocab_size)
+    eos = -1 if eos_id is None else check_token(eos_id, "eos_id", top, vocab_size)
+    bos = -1 if bos_id is None else check_token(bos_id, "bos_id", top, vocab_size)
+    pad_id = check_token(pad_id, "pad_id", top, vocab_size)
     if isinstance(num_threads, (bool, np.bool_)) or not isinstance(num_threads, (int, np.integer)) or num_threads < 0:
         raise PackingError(f"num_threads must be an int of at least 0, not {num_threads!r}", "num_threads")
     values, starts, counts = documents(ids)
