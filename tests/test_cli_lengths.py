@@ -1,5 +1,6 @@
-"""`tltok encode --max-length / --truncation-side / --pad-to / --pad-id / --padding-side`: rows cut
-and padded exactly as tiktoken's ids cut and padded by hand, and each misuse named by its flag."""
+"""`tltok encode --max-length / --truncation-side / --pad-to / --pad-id / --padding-side`, and
+`--pack N --strategy`: rows cut, padded and packed exactly as tiktoken's ids cut and padded by hand
+(packed by `tltok_jit.packing.pack`), and each misuse named by its flag."""
 
 from __future__ import annotations
 
@@ -108,3 +109,37 @@ def test_misuse_is_named(cli, parquet_in, tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("strategy", ["bfd", "concat", "pad"])
+def test_pack_strategy_writes_packed_parquet(cli, parquet_in, tmp_path, texts, oracle, strategy, capsys):
+    from tltok_jit.packing import pack
+
+    out = tmp_path / "packed.parquet"
+    assert cli("encode", parquet_in, "-o", out, "--pack", 64, "--strategy", strategy, "--eos") == 0
+    summary = capsys.readouterr().out
+    docs = [oracle.encode_ordinary(t) for t in texts if t]  # null and empty texts are skipped
+    assert f"{len(docs):,} documents ({len(texts) - len(docs):,} null/empty skipped" in summary
+    want = pack(docs, 64, strategy=strategy, eos_id=oracle.eot_token)
+    t = pq.read_table(out)
+    assert t.column_names == ["input_ids", "labels", "position_ids", "seq_lens"]
+    assert t.schema.field("input_ids").type == pa.list_(pa.int32(), 64)
+    assert t["input_ids"].to_pylist() == want.input_ids.tolist()
+    assert t["labels"].to_pylist() == want.labels.tolist()
+    assert t["position_ids"].to_pylist() == want.position_ids.tolist()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--strategy", "bfd"], "--strategy only applies with --pack N"),
+    (["--long-documents", "drop"], "--long-documents only applies with --pack N --strategy"),
+    (["--pack", "64", "--strategy", "bfd", "-o", "x.bin"], "give -o NAME.parquet"),
+    (["--pack", "1", "--strategy", "bfd"], "at least 2"),
+])
+def test_pack_strategy_misuse_is_named(cli, parquet_in, tmp_path, capsys, argv, message):
+    out = tmp_path / "out.parquet"
+    args = ["encode", parquet_in, "-o", out] + argv
+    if "-o" in argv:
+        args = ["encode", parquet_in] + [str(tmp_path / a) if a == "x.bin" else a for a in argv]
+    assert cli(*args) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -534,6 +534,8 @@ def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) 
     from . import encode_job
 
     out = Path(args.output)
+    if args.strategy is not None:
+        return _pack_parquet(readers, args, enc, atomic, progress)
     if out.suffix != ".bin":
         raise CliError(f"--pack writes a .bin shard and a .json index: give -o NAME.bin (got {out})")
     index_path = out.with_suffix(".json")
@@ -576,6 +578,34 @@ def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) 
         json.dump(index, f, indent=2)
         f.write("\n")
     return index
+
+
+def _pack_parquet(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) -> dict:
+    """--pack N --strategy S: packed rows that keep document boundaries, as Parquet."""
+    from . import encode_job
+
+    out = Path(args.output)
+    if out.suffix != ".parquet":
+        raise CliError(f"--pack with --strategy writes packed rows as Parquet: give -o NAME.parquet (got {out})")
+    seq = int(args.pack)
+    if seq < 2:
+        raise CliError(f"--pack needs a sequence length of at least 2 (got {seq})")
+    eot = None
+    if args.eos:
+        try:
+            eot = enc.eot_token
+        except KeyError:
+            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    options = {"strategy": args.strategy, "eos_id": eot, "long_documents": args.long_documents}
+    inputs, step = _id_batches(readers, args, enc)
+    sink = encode_job.PackedParquetSink(atomic.temp(out), seq, options, progress.update)
+    try:
+        _run_job(inputs, step, sink)
+    finally:
+        sink.close()
+    fill = sink.tokens / (sink.rows * seq) if sink.rows else 1.0
+    return {"n_seqs": sink.rows, "seq_len": seq, "strategy": args.strategy, "documents": sink.documents,
+            "skipped": sink.skipped, "split": sink.split, "dropped": sink.dropped, "fill": fill}
 
 
 SHARD_FORMATS = ("parquet", "megatron", "bin")
@@ -631,6 +661,10 @@ def cmd_encode(args) -> int:
     if args.eos and args.pack is None and not shard:
         raise CliError("--eos only applies to --pack or --format megatron|bin")
     _check_lengths(args, shard)
+    if args.strategy is not None and args.pack is None:
+        raise CliError("--strategy only applies with --pack N")
+    if args.long_documents != "split" and args.strategy is None:
+        raise CliError("--long-documents only applies with --pack N --strategy")
     if args.output_column is None:
         args.output_column = "n_tokens" if args.count_only else "tokens"
     if args.threads is not None and args.threads < 0:
@@ -691,6 +725,9 @@ def cmd_encode(args) -> int:
     secs = progress.seconds
     if not args.quiet:
         what = f"{index['n_seqs']:,} sequences of {index['seq_len']}, " if index else ""
+        if index and "fill" in index:
+            what += (f"{index['documents']:,} documents ({index['skipped']:,} null/empty skipped, "
+                     f"{index['split']:,} split, {index['dropped']:,} dropped), fill {index['fill']:.1%}, ")
         if shard_info:
             what = (f"{shard_info['n_documents']:,} documents ({shard_info['skipped_empty']:,} null/empty "
                     f"skipped), ")
@@ -888,6 +925,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --pad-to: pad after the ids (right, default) or before them")
     e.add_argument("--pack", type=int, default=None, metavar="SEQ_LEN",
                    help="write fixed-length training sequences to NAME.bin + NAME.json")
+    e.add_argument("--strategy", choices=("bfd", "concat", "pad"), default=None,
+                   help="with --pack: packed rows that keep document boundaries, as Parquet (input_ids, labels, "
+                        "position_ids, seq_lens): bfd best-fit decreasing, concat cut every N ids, pad one per row")
+    e.add_argument("--long-documents", choices=("split", "drop"), default="split",
+                   help="with --strategy: a document longer than --pack is cut into windows (default) or dropped")
     e.add_argument("--format", default="parquet", choices=SHARD_FORMATS,
                    help="parquet (default); megatron: PREFIX.bin + PREFIX.idx; bin: PREFIX.bin + PREFIX.json")
     e.add_argument("--eos", action="store_true",

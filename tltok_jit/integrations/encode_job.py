@@ -397,6 +397,57 @@ class PackSink:
         self.progress(len(res), item.n_bytes, len(flat))
 
 
+class PackedParquetSink:
+    """Encoded batches -> packed rows of `seq_len` ids in one Parquet file (`tltok_jit.packing`): the
+    documents of each record batch packed together with `strategy`, a row group each; null and
+    empty texts are skipped and counted."""
+
+    def __init__(self, path: Path, seq_len: int, options: dict, progress: Callable[[int, int, int], None]):
+        self.path = path
+        self.seq_len = seq_len
+        self.options = options
+        self.progress = progress
+        self._writer = None
+        self.rows = self.documents = self.skipped = self.split = self.dropped = self.tokens = 0
+
+    def __call__(self, item: Part | FileEnd) -> None:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from ..packing import pack_column
+
+        if isinstance(item, FileEnd):
+            return
+        res = item.result
+        docs = res.filter(pc.greater(pc.list_value_length(res), 0))  # drops null rows too
+        self.skipped += len(res) - len(docs)
+        if len(docs):
+            table, batch = pack_column(docs, self.seq_len, **self.options)
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(str(self.path), table.schema, compression="zstd")
+            self._writer.write_table(table)
+            self.rows += len(batch)
+            self.documents += batch.documents
+            self.split += batch.split
+            self.dropped += batch.dropped
+            self.tokens += batch.tokens
+        self.progress(len(res), item.n_bytes, item.n_tokens)
+
+    def close(self) -> None:
+        """Finish the file (a valid empty one when no document came)."""
+        import pyarrow.parquet as pq
+
+        from ..packing import pack_column
+
+        if self._writer is None:
+            import pyarrow as pa
+
+            empty, _ = pack_column(pa.array([[0]], pa.list_(pa.uint32())), self.seq_len, strategy="pad")
+            self._writer = pq.ParquetWriter(str(self.path), empty.schema, compression="zstd")
+        w, self._writer = self._writer, None
+        w.close()
+
+
 class ShardSink:
     """Encoded batches -> a `shards` writer (Megatron or flat .bin)."""
 
