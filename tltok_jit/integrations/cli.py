@@ -528,6 +528,16 @@ def _id_batches(readers: list[Reader], args, enc):
     return [(r.path, partial(r.batches, [args.column], args.column)) for r in readers], step
 
 
+def _eos_id(args, enc) -> int | None:
+    """The id --eos puts after every document (None without --eos)."""
+    if not args.eos:
+        return None
+    try:
+        return enc.eot_token
+    except KeyError:
+        raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+
+
 def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) -> dict:
     import numpy as np
 
@@ -542,12 +552,7 @@ def _pack(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress) 
     seq = int(args.pack)
     if seq <= 0:
         raise CliError("--pack needs a positive sequence length")
-    eot = None
-    if args.eos:
-        try:
-            eot = enc.eot_token
-        except KeyError:
-            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    eot = _eos_id(args, enc)
     dtype = np.uint16 if enc.n_vocab <= 65536 else np.uint32
     tmp_bin = atomic.temp(out)
     tmp_idx = atomic.temp(index_path)
@@ -590,12 +595,7 @@ def _pack_parquet(readers: list[Reader], args, enc, atomic: Atomic, progress: Pr
     seq = int(args.pack)
     if seq < 2:
         raise CliError(f"--pack needs a sequence length of at least 2 (got {seq})")
-    eot = None
-    if args.eos:
-        try:
-            eot = enc.eot_token
-        except KeyError:
-            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    eot = _eos_id(args, enc)
     options = {"strategy": args.strategy, "eos_id": eot, "long_documents": args.long_documents}
     inputs, step = _id_batches(readers, args, enc)
     sink = encode_job.PackedParquetSink(atomic.temp(out), seq, options, progress.update)
@@ -622,12 +622,7 @@ def _shards(readers: list[Reader], args, enc, atomic: Atomic, progress: Progress
         atomic.check(dest)
         _check_writable_parent(dest)
         remove_stale_temps(dest)
-    eot = None
-    if args.eos:
-        try:
-            eot = enc.eot_token
-        except KeyError:
-            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    eot = _eos_id(args, enc)
     try:
         writer = writer_cls(prefix, n_vocab=enc.n_vocab, eos_id=eot, encoding=enc.name)
     except OSError as e:
@@ -803,12 +798,7 @@ def cmd_encode_ray(args) -> int:
         args.output_column = "n_tokens" if args.count_only else "tokens"
     keep = tuple(c.strip() for c in (args.keep_columns or "").split(",") if c.strip())
     enc = load_encoding(args.encoding, args.tokenizer)
-    eos_id = None
-    if args.eos:
-        try:
-            eos_id = enc.eot_token
-        except KeyError:
-            raise CliError(f"encoding {enc.name!r} has no <|endoftext|> token for --eos") from None
+    eos_id = _eos_id(args, enc)
     for p in files:
         r = Reader(p, 1, args.column)
         _check_columns(r, args.column, list(keep) if not shard else [])
