@@ -34,10 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +43,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from bench import common  # noqa: E402
 
 INPUTS = ("docs1500", "longtail")
 STRATEGIES = ("bfd", "concat", "pad")
@@ -183,25 +182,7 @@ def _trl_fill(ids, seq_len: int, eos: int) -> dict:
 
 
 def run_one(spec: dict, timeout: float) -> dict:
-    env = dict(os.environ)
-    env["NUMBA_NUM_THREADS"] = str(spec["threads"])
-    env["TLTOK_COMPILE"] = "foreground"  # time the kernels, never the Python encoder that answers while they compile
-    p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
-                       env=env, timeout=timeout, cwd=str(REPO))
-    if p.returncode != 0:
-        return {**spec, "error": ((p.stderr or p.stdout).strip().splitlines() or ["failed"])[-1]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def best(spec: dict, repeat: int, timeout: float) -> dict:
-    out = None
-    for _ in range(repeat):
-        r = run_one(spec, timeout)
-        if "error" in r:
-            return r
-        if out is None or r["wall"] < out["wall"]:
-            out = r
-    return out
+    return common.run_one(__file__, spec, timeout)
 
 
 def _fill_table(fills: list[dict]) -> str:
@@ -251,15 +232,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", help="write the tables (markdown) there and the rows as JSON beside it")
     args = ap.parse_args(argv)
     if args.worker:
-        spec = json.loads(args.worker)
-        try:  # pin before any library sizes a pool from the CPU count
-            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:max(int(spec["threads"]), 1)])
-        except (AttributeError, OSError):
-            pass
-        print(json.dumps(worker(spec)))
-        return 0
-    load0 = os.getloadavg()
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+        return common.serve_worker(args.worker, worker)
+    run = common.Run()
     seq_lens = [int(x) for x in args.seq_lens.split(",")]
     fills, times = [], []
     for name in args.inputs.split(","):
@@ -274,31 +248,15 @@ def main(argv: list[str]) -> int:
         if not args.no_loader:
             specs += [{**base, "kind": "loader", "seq_len": s, "strategy": "bfd"} for s in seq_lens]
         for spec in specs:
-            r = best(spec, args.repeat, args.timeout)
+            r = common.best_of(__file__, spec, args.repeat, args.timeout)
             times.append(r)
             print(f"{spec['kind']:7s} {name} {spec.get('seq_len', '')} {spec.get('strategy', '')}: "
                   + (r.get("error") or f"{1000 * r['wall']:.1f} ms"), file=sys.stderr, flush=True)
     text = "## Fill\n\n" + _fill_table(fills) + "\n\n## Time\n\n" + _time_table(times)
     print(text)
     if args.out:
-        import importlib.metadata as md
-
-        versions = {}
-        for dist in ("numba", "numpy", "pyarrow", "trl"):
-            try:
-                versions[dist] = md.version(dist)
-            except md.PackageNotFoundError:
-                pass
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=str(REPO)).stdout.strip()
-        head = [
-            "# Packing: fill of bfd / concat / pad, pack time against encode_arrow, the loader end to end",
-            "",
-            f"- date: {started}; commit {commit}; Python {platform.python_version()}; {os.cpu_count()} CPUs; "
-            "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
-            f"- load average (1/5/15 min) at start {tuple(round(x, 2) for x in load0)}, at end "
-            f"{tuple(round(x, 2) for x in os.getloadavg())} (a shared machine)",
-            f"- command: `python -m bench packing {' '.join(argv)}`",
+        head = run.header("Packing: fill of bfd / concat / pad, pack time against encode_arrow, the loader end to end",
+                          ("numba", "numpy", "pyarrow", "trl"), f"python -m bench packing {' '.join(argv)}") + [
             "- o200k_base, <|endoftext|> after every document; each time a fresh process pinned to `thr` CPUs, "
             "warmed up on other text, the best of the repeats; pack's `vs encode_arrow` = pack ms / encode ms; "
             "the loader's = its text MB/s / encode_arrow's",
@@ -306,7 +264,7 @@ def main(argv: list[str]) -> int:
         ]
         out = Path(args.out)
         out.write_text("\n".join(head) + "\n" + text + "\n", encoding="utf-8")
-        out.with_suffix(".json").write_text(json.dumps({"date": started, "commit": commit, "versions": versions,
+        out.with_suffix(".json").write_text(json.dumps({"date": run.started, "commit": run.commit, "versions": run.versions,
                                                         "argv": argv, "fills": fills, "times": times}, indent=1),
                                             encoding="utf-8")
     return 0
