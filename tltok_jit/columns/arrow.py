@@ -374,6 +374,7 @@ _STATES_LOCK = threading.Lock()
 
 
 def _state(enc) -> _State:
+    enc = enc.engine  # per engine (an Encoding gives its own)
     st = _STATES.get(enc)
     if st is None:
         with _STATES_LOCK:
