@@ -19,7 +19,6 @@ from .columns.pandas_io import is_pandas_series
 from .engine.kernel_pipeline import KernelPipeline
 from .engine.recipe import abspath, cached
 from .engine.special_policy import AllowedSpecial, DisallowedSpecial, SpecialPolicy
-from .tables.bpe import table_config
 from .engine.text import text_to_buf
 
 if TYPE_CHECKING:  # the call imports tltok_jit.padding when it runs
@@ -670,18 +669,11 @@ class Encoding:
             raise NotImplementedError("encode_with_unstable is defined for tiktoken-style encodings only")
         allowed = self.special_tokens_set if allowed_special == "all" else set(allowed_special)
         self.engine.check_disallowed(text, text_to_buf(text), self.special_policy(allowed, disallowed_special))
-        from .kernels.scan import piece_ends
         from .engine.unstable import encode_with_unstable
-
-        t = self.engine.tables
-        kind = table_config(t).pattern_kind
-
-        def split(buf: np.ndarray) -> np.ndarray:
-            return piece_ends(kind, buf, 0, len(buf), t.stage1, t.stage2)
 
         if self._sorted_tokens is None:
             self._sorted_tokens = sorted(self._model.vocab)
-        return encode_with_unstable(self, text, allowed, split, self._sorted_tokens)
+        return encode_with_unstable(self, text, allowed, self.engine.piece_ends, self._sorted_tokens)
 
     # ------------------------------------------------------------------ Arrow columns (tltok_jit.columns.arrow)
     def encode_arrow(self, array, *, num_threads: int = 0, allowed_special: AllowedSpecial = set(),

@@ -815,6 +815,13 @@ class Engine:
         b = self.tables.tok_bytes
         return [b[o[t]:o[t + 1]].tobytes() for t in ids]
 
+    def piece_ends(self, buf: np.ndarray) -> np.ndarray:
+        """The end of each piece of the split pattern in the UTF-8 `buf` (encode_with_unstable's split)."""
+        from ..kernels.scan import piece_ends
+
+        t = self.tables
+        return piece_ends(table_config(t).pattern_kind, buf, 0, len(buf), t.stage1, t.stage2)
+
     # ------------------------------------------------------------------ decoding
     def plain_decode(self, skip_special_tokens: bool) -> bool:
         """Whether decode is the token bytes joined (no special token to drop, no decoder chain)."""
