@@ -56,7 +56,7 @@ def test_refused_plain_string_uses_a_text_search(enc):
 
 def test_mask_policy_matches_the_strings(enc):
     p = enc.special_policy({"<|endoftext|>"}, "all")
-    added = [t for t, _ in sorted(enc._special_tokens.items(), key=lambda kv: enc._added_index[kv[0]])]
+    added = [t for t, _ in sorted(enc._special_tokens.items(), key=lambda kv: enc.engine.added_index[kv[0]])]
     assert {t for t, m in zip(added, p.disallowed) if m} == p.refused
     assert {t for t, m in zip(added, p.allowed) if m} == p.allowed_tokens
     assert not (np.asarray(p.allowed) & np.asarray(p.disallowed)).any()
