@@ -92,8 +92,8 @@ def profile(enc, text: str, modules: dict, calls: int) -> dict:
 
     buf = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     ref = enc.encode_ordinary_to_numpy(text, num_threads=1)  # also fills the piece cache: seen
-    cache, work = enc.facade.serial_workspace()
-    h, vals = handle_of(enc.facade.tables, cache), work[0]  # as a one-thread call's (kernels.handle)
+    cache, work = enc.engine.serial_workspace()
+    h, vals = handle_of(enc.engine.tables, cache), work[0]  # as a one-thread call's (kernels.handle)
     out = np.empty(len(buf) + 64, dtype=np.uint32)
 
     def run(m) -> int:

@@ -82,7 +82,7 @@ def _child(a: argparse.Namespace) -> None:
     for _ in range(2):
         enc.encode_to_numpy(warm, num_threads=a.threads)
     text = data.corpus(a.corpus)
-    cache = enc.facade.serial_workspace()[0] if a.threads == 1 else enc.facade.parallel_workspace(a.threads)[0]
+    cache = enc.engine.serial_workspace()[0] if a.threads == 1 else enc.engine.parallel_workspace(a.threads)[0]
     call = enc.encode_ordinary if a.list else enc.encode_ordinary_to_numpy
     call(text, num_threads=a.threads)
     _perf_control(a.objects, "enable")

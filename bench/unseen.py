@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.whole:
         text = text[:len(text) // 3]
     nbytes = len(text.encode("utf-8"))
-    cache, _ = enc.facade.serial_workspace()
+    cache, _ = enc.engine.serial_workspace()
     unseen, seen = [], []
     for _ in range(a.calls):
         empty_cache(cache)

@@ -214,15 +214,15 @@ def english_ids(pair, shared_path):
 def fresh(enc, mode: str):
     """A copy of `enc`: lists and tuples decoded by the call kernel ("held"), or by the gather path
     that answers where it refuses ("gather")."""
-    from tltok_jit.encoding import _held_decode_not_ready
+    from tltok_jit.engine.core import held_decode_not_ready
 
     e = copy.copy(enc)
     if mode == "gather":
-        e._held_text = e._held_bytes = _held_decode_not_ready
-        e._held_decode_state = ()
+        e.engine._held_decode_state = ()  # never installed: the engine keeps held_decode_not_ready
+        e._held_text = e._held_bytes = held_decode_not_ready
     else:
         e.decode([24912])  # installs the call kernel
-        assert e._held_decode_state
+        assert e.engine._held_decode_state
     return e
 
 
@@ -318,7 +318,7 @@ def test_errors_are_the_checked_path_s(pair, mode, repeat, tokens, exc, message)
 
 def test_an_unassigned_id_is_named(pair):
     enc = pair[0]
-    holes = np.flatnonzero(~enc._valid)
+    holes = np.flatnonzero(~enc.engine.valid)
     if not len(holes):
         pytest.skip(f"{NAME} has no unassigned id below n_vocab")
     h = int(holes[0])

@@ -181,7 +181,7 @@ def _private_encoding_reads(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def test_front_ends_reach_an_encoding_through_its_facade():
+def test_front_ends_reach_an_encoding_through_its_engine():
     bad = {}
     for name, path in _modules().items():
         if name == "tltok_jit.encoding":
@@ -189,7 +189,7 @@ def test_front_ends_reach_an_encoding_through_its_facade():
         reads = _private_encoding_reads(ast.parse(path.read_text()))
         if reads:
             bad[name] = reads
-    assert not bad, f"private Encoding attributes read outside encoding.py (use Encoding.facade): {bad}"
+    assert not bad, f"private Encoding attributes read outside encoding.py (use Encoding.engine): {bad}"
 
 
 def test_private_read_detector_finds_one():

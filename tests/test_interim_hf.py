@@ -287,7 +287,7 @@ def test_encoding_answers_while_compiling(name, monkeypatch):
     with pytest.raises(KeyError):
         enc.decode([compiled.n_vocab + 5])
     assert enc.decode_tokens_bytes(all_ids) == compiled.decode_tokens_bytes(all_ids)
-    ids_with_added = [i for i in range(enc.n_vocab) if compiled._valid[i]][-5:]  # the added tokens' ids
+    ids_with_added = [i for i in range(enc.n_vocab) if compiled.engine.valid[i]][-5:]  # the added tokens' ids
     assert enc.decode_tokens_bytes(ids_with_added) == compiled.decode_tokens_bytes(ids_with_added)
     assert enc.encode_single_token("hello") == compiled.encode_single_token("hello")
     assert enc.encode_single_token(added[0]) == compiled.encode_single_token(added[0])

@@ -290,7 +290,7 @@ def _long_inputs() -> dict[str, bytes]:
 def test_long_pieces_equal_tiktoken(name, tiktoken_oracle, ours):
     ref = tiktoken_oracle(name)
     enc = ours(name)
-    T = enc._t
+    T = enc.engine.tables
     for label, data in _long_inputs().items():
         want = list(ref._encode_single_piece(data))
         syms = T.byte_ids[np.frombuffer(data, dtype=np.uint8)].astype(np.uint32)
@@ -381,7 +381,7 @@ def test_side_by_side_equals_merge_piece_on_real_vocabularies(name, ours):
     from test_interim import corpus_texts
 
     enc = ours(name)
-    T = enc._t
+    T = enc.engine.tables
     ranks = enc._mergeable_ranks
     pieces = sorted({p for p in (m.encode() for t in corpus_texts() for m in split_regex(enc._pat_str).findall(t))
                      if 2 <= len(p) <= SIDE_PIECE and p not in ranks})

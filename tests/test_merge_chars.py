@@ -208,7 +208,7 @@ def _flag_violations(T, A, B):
 
 def _whole_char_tokens(enc) -> tuple[np.ndarray, np.ndarray]:
     """Reachable tokens that begin where a character begins / end where one ends."""
-    T = enc._t
+    T = enc.engine.tables
     starts, ends = [], []
     for t in np.flatnonzero(T.tok_flags & F_REACH):
         b = enc.decode_single_token_bytes(int(t))
@@ -231,7 +231,7 @@ def test_boundary_flags_are_sound(name, ours):
     """Every pair of whole-character tokens the flags accept merges back to itself: random pairs,
     pairs of multi-byte tokens (where straddling tokens live), and the adjacent pairs of real text."""
     enc = ours(name)
-    T = enc._t
+    T = enc.engine.tables
     ends, starts = _whole_char_tokens(enc)
     lens = np.diff(T.tok_offsets)
     mb_end = ends[[T.tok_bytes[T.tok_offsets[t + 1] - 1] >= 0x80 for t in ends]]
@@ -248,7 +248,7 @@ def test_tables_describe_every_char(name, ours):
     """char_bpe holds each character's own BPE; the filter lets every unreachable multi-byte token
     through to the whole-token lookup."""
     enc = ours(name)
-    T = enc._t
+    T = enc.engine.tables
     for ch in "aé中ж\u0800\uffff가ـ龘":
         e = int(T.char_bpe[ord(ch)])
         ids = [(e >> (20 * k)) & 0xFFFFF for k in range(e >> 60)]
@@ -284,7 +284,7 @@ def test_unreachable_tokens_equal_tiktoken(name, ours, tiktoken_oracle):
     """A piece that is an unreachable token is that token (the whole-token rule), also on the
     character route, which skips the lookup."""
     enc, ref = ours(name), tiktoken_oracle(name)
-    T = enc._t
+    T = enc.engine.tables
     texts = []
     for t in np.flatnonzero((T.tok_flags & F_REACH) == 0):
         try:
@@ -309,7 +309,7 @@ def test_char_route_proves_pieces_of_scripts(name, ours, tiktoken_oracle, shared
         pieces.update(p for p in regex.findall(ref._pat_str, text) if 3 < len(p.encode()) <= CHAR_PIECE)
     proved = 0
     for p in sorted(pieces):
-        got = by_chars(enc._t, p.encode())
+        got = by_chars(enc.engine.tables, p.encode())
         if got is not None:
             proved += 1
             assert got == ref.encode_ordinary(p), p
@@ -380,7 +380,7 @@ def test_route_on_a_vocabulary_with_non_monotone_tokens():
     from tltok_jit.kernels.trees import F_MONO
 
     enc, _ = _hf_pair("llama3")
-    T = enc._t
+    T = enc.engine.tables
     assert table_config(T).trees & TREES_SAME and not table_config(T).trees & TREES_MONOTONE
     reach = (T.tok_flags & F_REACH) != 0
     assert 0 < int((reach & ((T.tok_flags & F_MONO) == 0)).sum()) < 1000
@@ -402,7 +402,7 @@ def test_pair_proof_with_merges_ranked_from_zero(name):
     from tltok_jit.kernels.trees import F_MONO, compat_fast, merges_to_pair
 
     enc, _ = _hf_pair(name)
-    T = enc._t
+    T = enc.engine.tables
 
     @njit
     def disagreements(T, ids):

@@ -148,9 +148,9 @@ def test_engine_args_have_the_types_the_kernels_pass(ours):
     from tltok_jit.engine.text import read_only_view
 
     enc = ours("r50k_base")
-    cache, work = enc.facade.serial_workspace()
+    cache, work = enc.engine.serial_workspace()
     buf = read_only_view(np.frombuffer(b"hello", dtype=np.uint8))
-    real = (buf, np.zeros(3, dtype=np.int64), 1, handle_of(enc.facade.tables, cache), np.empty(8, dtype=np.uint32),
+    real = (buf, np.zeros(3, dtype=np.int64), 1, handle_of(enc.engine.tables, cache), np.empty(8, dtype=np.uint32),
             0, work[0])
     assert [numba.typeof(a) for a in warm_worker.engine_args()] == [numba.typeof(a) for a in real]
     # the handle a kernel writes in its own stack frame (rows, Arrow blocks, the stream encoder) has
@@ -163,7 +163,7 @@ def test_engine_args_have_the_types_the_kernels_pass(ours):
     def probe(T, cache):
         return take(handle_in(T, cache, stack_array(HANDLE_LEN, np.int64)))
 
-    assert probe(enc.facade.tables, cache) == real[3][0]
+    assert probe(enc.engine.tables, cache) == real[3][0]
     assert take.signatures == [(numba.typeof(real[3]),)]
 
 

@@ -27,4 +27,4 @@ def test_column_cuts_only_where_find_cuts_is_proven():
 
 @pytest.mark.parametrize("name, kind", [("r50k_base", "gpt2"), ("cl100k_base", "cl100k"), ("o200k_base", "o200k")])
 def test_pattern_kind_of_tables(name, kind):
-    assert pattern_kind(get_encoding(name).facade.tables) is KINDS[kind]
+    assert pattern_kind(get_encoding(name).engine.tables) is KINDS[kind]

@@ -45,13 +45,13 @@ def test_an_o200k_process_loads_the_o200k_scanner_and_no_other():
     assert _run(USE_O200K) == [scan.PAT_O200K]
 
 
-# The Encoding's own load of its scanner switched off: the first piece a kernel scans goes through
+# The engine's own load of its scanner switched off: the first piece a kernel scans goes through
 # the slot's callback, from both workers of a 2-thread batch at once.
 FIRST_CALL_IN_WORKERS = """
 import json, tltok_jit
-from tltok_jit import encoding
+from tltok_jit.engine import core
 from tltok_jit.kernels import scan
-encoding.load_scanner = lambda kind: 0
+core.load_scanner = lambda kind: 0
 enc = tltok_jit.get_encoding("r50k_base")
 texts = json.loads({texts!r})
 ids = enc.encode_ordinary_batch(texts, num_threads=2)

@@ -74,8 +74,8 @@ def test_count_is_len_of_encode(ours):
 
 def test_handle_refuses_a_layout_it_does_not_know(ours):
     enc = ours("r50k_base")
-    cache, _work = enc._serial_state()
-    T = enc._t
+    cache, _work = enc.engine.serial_workspace()
+    T = enc.engine.tables
     wrong = T._replace(tok_offsets=T.tok_offsets.astype(np.int32))
     with pytest.raises(ValueError, match="handle layout"):
         KH.handle_of(wrong, cache)
@@ -114,20 +114,20 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
         zh = wide * (-(-(1 << 20) // len(wide.encode())))
     assert len(zh) < 1 << 20 <= len(zh.encode())
     split = []
-    real = enc._encode_split
+    real = enc.engine.encode_split
 
     def spy(*args):
         ids = real(*args)
         split.append(ids is not None)
         return ids
 
-    enc._encode_split = spy
+    enc.engine.encode_split = spy
     try:
         assert enc.encode_ordinary(zh, num_threads=2) == oracle.encode_ordinary(zh)
         assert enc.encode_ordinary(zh, num_threads=1) == oracle.encode_ordinary(zh)  # never split
         assert enc.encode_ordinary(zh) == oracle.encode_ordinary(zh)  # the default: every core
     finally:
-        del enc._encode_split
+        del enc.engine.encode_split
     assert split == ([True, True] if resolve_threads(None) >= 2 else [True, False])
     # no position a pretoken cannot cross (no space after a letter, no newline): one part, still exact
     solid = "中文" * (1 << 19)
@@ -141,7 +141,7 @@ def test_long_text_on_several_threads_is_exact(name, ours, tiktoken_oracle):
 def test_latin1_text_is_split_in_characters(name, ours, tiktoken_oracle, monkeypatch):
     """A long Latin-1 text is cut in character space and each part converted by its worker; the ids
     are tiktoken's for any thread count, accents and cuts next to them included."""
-    import tltok_jit.encoding as E
+    import tltok_jit.engine.core as E
 
     enc, oracle = ours(name), tiktoken_oracle(name)
     rng = np.random.default_rng(3)
@@ -178,10 +178,10 @@ def test_latin1_text_is_split_in_characters(name, ours, tiktoken_oracle, monkeyp
 def _call_handle_parts(enc):
     """(handle, its 64-id scratch, merge scratch row, read-only all-False mask, UTF-8 scratch) of
     this thread's serial state, for call_handle_of."""
-    cache, work = enc._serial_state()
+    cache, work = enc.engine.serial_workspace()
     mask = np.zeros(1, np.bool_)
     mask.flags.writeable = False
-    return KH.handle_of(enc._t, cache), np.empty(64, np.uint32), work[0], mask, np.empty(64, np.uint8)
+    return KH.handle_of(enc.engine.tables, cache), np.empty(64, np.uint32), work[0], mask, np.empty(64, np.uint8)
 
 
 def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
@@ -356,8 +356,8 @@ def test_shared_call_handle_refuses_texts_encoded_without_the_gil(ours):
     """A shared call handle is never used with the GIL released: past KH.GIL_HELD_CHARS characters
     the kernel gives the general-route answer, even when the text fits its scratch."""
     enc = ours("r50k_base")
-    cache, work = enc._serial_state()
-    h = KH.handle_of(enc._t, cache)
+    cache, work = enc.engine.serial_workspace()
+    h = KH.handle_of(enc.engine.tables, cache)
     n_out = 4 * KH.GIL_HELD_CHARS + 64
     out, utf8 = np.empty(n_out, np.uint32), np.empty(n_out, np.uint8)
     mask = np.zeros(1, np.bool_)
@@ -389,7 +389,7 @@ def test_shared_short_calls_from_several_threads(name, ours, tiktoken_oracle):
     want = [oracle.encode(t) for t in texts]
     enc.encode_ordinary(texts[0])
     enc.encode_ordinary(texts[1])
-    assert enc._held_state is not None  # the shared path is the one under test
+    assert enc.engine._held_state is not None  # the shared path is the one under test
     errors = []
 
     def run():
@@ -439,12 +439,12 @@ def test_free_threaded_builds_never_share_a_call_handle(monkeypatch, tiktoken_or
     """Without a GIL nothing serializes the shared call handle's scratch: short calls then take their
     thread's own handle, with the same ids."""
     import tltok_jit
-    from tltok_jit import encoding
+    from tltok_jit.engine import core
 
-    monkeypatch.setattr(encoding, "_FREE_THREADED", True)
+    monkeypatch.setattr(core, "_FREE_THREADED", True)
     enc = tltok_jit.Encoding(tltok_jit.get_encoding("r50k_base")._model)
     oracle = tiktoken_oracle("r50k_base")
     for t in ("hello world", "ünï 日本", "a b c " * 20):
         assert enc.encode(t) == oracle.encode(t)
         assert enc.count(t) == len(oracle.encode(t))
-    assert enc._held_state == ()
+    assert enc.engine._held_state == ()

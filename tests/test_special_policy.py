@@ -56,7 +56,7 @@ def test_refused_plain_string_uses_a_text_search(enc):
 
 def test_mask_policy_matches_the_strings(enc):
     p = enc.special_policy({"<|endoftext|>"}, "all")
-    added = [t for t, _ in sorted(enc._special_tokens.items(), key=lambda kv: enc._added_index[kv[0]])]
+    added = [t for t, _ in sorted(enc._special_tokens.items(), key=lambda kv: enc.engine.added_index[kv[0]])]
     assert {t for t, m in zip(added, p.disallowed) if m} == p.refused
     assert {t for t, m in zip(added, p.allowed) if m} == p.allowed_tokens
     assert not (np.asarray(p.allowed) & np.asarray(p.disallowed)).any()
@@ -82,9 +82,9 @@ def test_first_refused_token_found_at_any_offset(enc, seed):
         tok = ["<|endoftext|>", "<|endofprompt|>", "<|endoftext", "<"][int(rng.integers(0, 4))]
         text = head + tok + tail
         buf = text_to_buf(text)
-        pos, idx = find_added(buf, 0, len(buf), enc.facade.tables, policy.disallowed)
+        pos, idx = find_added(buf, 0, len(buf), enc.engine.tables, policy.disallowed)
         want = [(text.encode().find(t.encode()), t) for t in ("<|endoftext|>", "<|endofprompt|>")]
         want = min((p, t) for p, t in want if p >= 0) if any(p >= 0 for p, _ in want) else (-1, None)
         assert pos == want[0], text
         if pos >= 0:
-            assert enc.facade.compiled.added[idx].content == want[1]
+            assert enc.engine.compiled.added[idx].content == want[1]

@@ -349,7 +349,7 @@ def test_bounded_delay_one_megabyte_word(ours, name):
     enc = ours(name)
     text = _random_letters(1 << 20, seed=5)
     se = enc.stream_encoder()
-    max_len = int(np.diff(enc._t.tok_offsets).max())
+    max_len = int(np.diff(enc.engine.tables.tok_offsets).max())
     parts, max_held, first_at = [], 0, None
     for i in range(0, len(text), 1024):
         got = se.feed(text[i:i + 1024])
@@ -369,7 +369,7 @@ def test_bounded_delay_one_megabyte_word(ours, name):
 def test_bounded_delay_other_runs(enc, alphabet):
     text = "x " + _random_letters(200_000, seed=3, alphabet=alphabet) + " end"
     se = enc.stream_encoder()
-    max_len = int(np.diff(enc._t.tok_offsets).max())
+    max_len = int(np.diff(enc.engine.tables.tok_offsets).max())
     parts, max_held = [], 0
     for i in range(0, len(text), 1000):
         parts.append(se.feed(text[i:i + 1000]))
@@ -499,15 +499,15 @@ def test_fast_pair_check_matches_merging(enc):
     LT = SE.long_tables(enc)
     assert LT.fast == 1
     ids = np.flatnonzero(LT.reach).astype(np.int64)
-    lens = np.diff(enc._t.tok_offsets)[ids]
+    lens = np.diff(enc.engine.tables.tok_offsets)[ids]
     rng = np.random.default_rng(11)
     for pool in (ids, ids[lens <= 2], ids[lens <= 4]):
         A, B = rng.choice(pool, 200_000), rng.choice(pool, 200_000)
-        bad, comp = disagreements(enc._t, LT, A, B)
+        bad, comp = disagreements(enc.engine.tables, LT, A, B)
         assert bad == 0 and 0 < comp < len(A)
     text = "It's a truth universally acknowledged. 中文字符 😀 naïve ÆØÅ don't 12345 \n\n  def f(x):\n"
     e = np.asarray(enc.encode_ordinary(text * 50), dtype=np.int64)
-    bad, comp = disagreements(enc._t, LT, e[:-1], e[1:])  # pairs across pieces need not be compatible
+    bad, comp = disagreements(enc.engine.tables, LT, e[:-1], e[1:])  # pairs across pieces need not be compatible
     assert bad == 0 and comp > 0.5 * len(e)
 
 
@@ -518,7 +518,7 @@ def test_unsupported_pattern_kind_refused(enc):
 
     from tltok_jit.kernels.scan import PAT_WHOLE
 
-    tables = enc.facade.tables._replace(config=np.array([PAT_WHOLE, 1, 1, 0], dtype=np.int64))
-    fake = types.SimpleNamespace(facade=types.SimpleNamespace(tables=tables), name="x")
+    tables = enc.engine.tables._replace(config=np.array([PAT_WHOLE, 1, 1, 0], dtype=np.int64))
+    fake = types.SimpleNamespace(engine=types.SimpleNamespace(tables=tables, name="x"))
     with pytest.raises(NotImplementedError, match="scanner kind"):
         StreamEncoder(fake)

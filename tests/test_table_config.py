@@ -11,7 +11,7 @@ from tltok_jit.tables.bpe import TREES_MONOTONE, TREES_SAME, TableConfig, table_
 
 
 def test_fields_are_the_kernel_slots():
-    T = tltok_jit.get_encoding("o200k_base")._t
+    T = tltok_jit.get_encoding("o200k_base").engine.tables
     cfg = table_config(T)
     assert cfg == TableConfig(pattern_kind=PAT_O200K, ignore_merges=True, use_cache=True,
                               trees=TREES_SAME | TREES_MONOTONE)
@@ -24,7 +24,7 @@ def test_fields_are_the_kernel_slots():
 
 
 def test_with_config_replaces_only_the_named_fields():
-    T = tltok_jit.get_encoding("o200k_base")._t
+    T = tltok_jit.get_encoding("o200k_base").engine.tables
     W = with_config(T, pattern_kind=PAT_WHOLE, ignore_merges=False)
     assert table_config(W) == table_config(T)._replace(pattern_kind=PAT_WHOLE, ignore_merges=False)
     assert W.tok_bytes is T.tok_bytes and W.pair_slots is T.pair_slots

@@ -78,7 +78,7 @@ def test_rows_of_a_batch(ours, kind):
     n_rows = 3 if kind == "latin1-short" else 400
     texts = ["".join(rng.choice(list(alphabet), int(rng.integers(0, 120)))) for _ in range(n_rows)]
     texts[1] = ""
-    data, offsets = enc._texts_to_rows(texts)
+    data, offsets = enc.engine.texts_to_rows(texts)
     want_data, want_offsets = _rows_one_by_one(texts)
     assert data.tobytes() == want_data
     assert offsets.tolist() == list(want_offsets)
@@ -169,7 +169,7 @@ def test_buffers_are_read_only(ours):
     enc = ours("o200k_base")
     for s in ("é" * _KERNEL_UTF8_MIN, "a" * _KERNEL_UTF8_MIN, "日本" * _KERNEL_UTF8_MIN, "short"):
         assert not text_to_buf(s).flags.writeable
-        data, _ = enc._texts_to_rows([s, s])
+        data, _ = enc.engine.texts_to_rows([s, s])
         assert not data.flags.writeable
 
 

@@ -366,7 +366,7 @@ def encode_batch_padded(enc, texts, *, max_length: int | None = None, padding: s
                         num_threads: int | None = None) -> PaddedBatch:
     """`Encoding.encode_batch_padded` (see this module's docstring for the rules)."""
     add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
-    pipe = enc.facade.pipeline
+    pipe = enc.engine.pipeline
     prefix, suffix = (pipe.prefix_ids, pipe.suffix_ids) if add_special_tokens else ((), ())
     # every argument is checked before any text is encoded
     plan = _plan(enc.n_vocab, len(prefix) + len(suffix), max_length=max_length, padding=padding,

@@ -302,14 +302,14 @@ def _typed(arrays: list[np.ndarray]):
 
 class _State:
     def __init__(self, enc):
-        added = [t.content.encode("utf-8") for t in enc.facade.compiled.added]
+        added = [t.content.encode("utf-8") for t in enc.compiled.added]
         n = max(len(added), 1)
         self.tok_nl_inner = np.zeros(n, dtype=bool)  # '\n' before the token's last byte
         self.tok_sp_inner = np.zeros(n, dtype=bool)  # ' ' after the token's first byte
         for i, c in enumerate(added):
             self.tok_nl_inner[i] = b"\n" in c[:-1]
             self.tok_sp_inner[i] = b" " in c[1:]
-        self.splittable = pattern_kind(enc.facade.tables).column_cuts
+        self.splittable = pattern_kind(enc.tables).column_cuts
         self.counter = np.zeros(1, dtype=np.int64)
         self.local = threading.local()
         self.scratch = np.zeros((1, COUNT_SCRATCH), dtype=np.uint32)
@@ -374,6 +374,7 @@ _STATES_LOCK = threading.Lock()
 
 
 def _state(enc) -> _State:
+    enc = enc.engine  # per engine (an Encoding gives its own)
     st = _STATES.get(enc)
     if st is None:
         with _STATES_LOCK:
@@ -441,12 +442,13 @@ def find_cuts(enc, text: str | bytes, *, rule_nl: bool = True, rule_sp: bool = T
     characters everywhere (and the character before i is decoded the same way; see `_class_before`).
     CRLF line ends are deliberately not cuts (gpt2 splits "\\r\\n" before a word but not at the end).
     """
+    enc = enc.engine  # an Encoding or its engine (engine.core.Engine)
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     buf = np.frombuffer(data, dtype=np.uint8) if data else _EMPTY_U8
     st = _state(enc)
     if not st.splittable:
         return []
-    return all_cuts(buf, 0, len(data), enc.facade.tables.stage1, enc.facade.tables.stage2, rule_nl, rule_sp).tolist()
+    return all_cuts(buf, 0, len(data), enc.tables.stage1, enc.tables.stage2, rule_nl, rule_sp).tolist()
 
 
 class _Result:
@@ -464,11 +466,11 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     """Encode (or count) one array's rows. Returns ids + offsets (or per-row counts). A policy's
     refused strings that are no added tokens (policy.finder) are the caller's to check."""
     n = src.n
-    T = enc.facade.tables
+    T = enc.tables
     st = _state(enc)
     amask, any_allowed = policy.allowed, policy.any_allowed
     check_dis = policy.disallowed is not None
-    dmask_arr = policy.disallowed if check_dis else enc.facade.no_added
+    dmask_arr = policy.disallowed if check_dis else enc.no_added
     off = src.off
     total = int(off[n]) - int(off[0]) if n else 0
     threads = max(1, threads)
@@ -512,7 +514,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     if n == 0:
         pass
     elif threads == 1 or nb == 1:
-        cache, work = enc.facade.serial_workspace()
+        cache, work = enc.serial_workspace()
         # one worker writes the blocks in order: its row becomes the result, packed in place
         row = id_buffer(row_cap)
         wout = row.reshape(1, row_cap)
@@ -524,7 +526,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
     else:
         workers = min(threads, nb)
         with PARALLEL_LOCK:
-            cache, work = enc.facade.parallel_workspace(workers)
+            cache, work = enc.parallel_workspace(workers)
             scratch = st.parallel_scratch(workers)
             wout = st.dense_rows(workers, row_cap)
             st.counter[0] = 0
@@ -565,7 +567,7 @@ def _encode_source(enc, src: _Source, *, threads: int, policy: SpecialPolicy, co
         k = int(hit_rows[0])
         r, t = int(hits[k, 0]), int(hits[k, 2])
         try:
-            raise_disallowed_special_token(enc.facade.compiled.added[t].content)
+            raise_disallowed_special_token(enc.compiled.added[t].content)
         except ValueError as e:
             raise ArrowRowError(f"row {row_base + r}: {e}", row_base + r) from None
 
@@ -744,6 +746,7 @@ def encode_arrow(enc, array, *, num_threads: int = 0, allowed_special=frozenset(
     large_list: None = large_list only when the ids exceed 2**31 - 1; True / False force the type.
     block_bytes: the parallel block size (testing; default ~total / (8 * threads), >= 16 KB).
     """
+    enc = enc.engine  # an Encoding or its engine (engine.core.Engine)
     return _run(enc, array, num_threads=num_threads, allowed_special=allowed_special,
                 disallowed_special=disallowed_special, counting=False, errors=errors, block_bytes=block_bytes,
                 large_list=large_list)
@@ -752,6 +755,7 @@ def encode_arrow(enc, array, *, num_threads: int = 0, allowed_special=frozenset(
 def count_arrow(enc, array, *, num_threads: int = 0, allowed_special=frozenset(), disallowed_special="all",
                 errors: str = "replace", block_bytes: int | None = None) -> pa.Array | pa.ChunkedArray:
     """The number of ids of every row (`int64`, nulls stay null), without materializing the ids."""
+    enc = enc.engine  # an Encoding or its engine (engine.core.Engine)
     return _run(enc, array, num_threads=num_threads, allowed_special=allowed_special,
                 disallowed_special=disallowed_special, counting=True, errors=errors, block_bytes=block_bytes,
                 large_list=None)
@@ -784,7 +788,7 @@ def _decode_one(enc, arr: pa.Array, errors: str, row_base: int, threads: int) ->
     has_nulls = arr.null_count > 0
     vbits = read_only_view(np.frombuffer(bufs[0], dtype=np.uint8)) if has_nulls else _EMPTY_U8
     voff = int(arr.offset) if has_nulls else 0
-    tbytes, toffs, valid = enc.facade.tables.tok_bytes, enc.facade.tables.tok_offsets, enc.facade.compiled.valid
+    tbytes, toffs, valid = enc.tables.tok_bytes, enc.tables.tok_offsets, enc.compiled.valid
     lens = np.empty(max(n, 1), dtype=np.int64)
     bad = np.empty(max(n, 1), dtype=np.int64)
     # contiguous row ranges of about equal ids, one per worker
@@ -845,6 +849,7 @@ def decode_arrow(enc, array, *, errors: str = "replace", num_threads: int = 0) -
     subsequence (as `Encoding.decode`); "strict": ValueError naming the row. Unknown ids raise
     `UnknownTokenError` (a KeyError and a ValueError) naming the row; null rows stay null.
     """
+    enc = enc.engine  # an Encoding or its engine (engine.core.Engine)
     if errors not in ("replace", "strict"):
         raise ValueError(f"errors must be 'replace' or 'strict', not {errors!r}")
     chunks, chunked = _chunks(array)

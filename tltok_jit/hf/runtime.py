@@ -36,8 +36,8 @@ class HFRuntime(KernelPipeline):
 
     kernels_only = False
 
-    def __init__(self, enc, pipe: HFPipeline):
-        super().__init__(enc)
+    def __init__(self, enc, engine, pipe: HFPipeline):
+        super().__init__(enc, engine)
         self.pipe = pipe
         self.missing = pipe.missing_bytes
         self.has_norm = bool(pipe.normalizers)
@@ -67,7 +67,7 @@ class HFRuntime(KernelPipeline):
     # encoder (interim_hf) and must not build its tables yet.
     @functools.cached_property
     def T(self):
-        return self.kernels.tables
+        return self.engine.tables
 
     def _whole_variant(self, ignore: bool):
         """The tables with PAT_WHOLE: one row = one piece (Python-made pieces)."""
@@ -117,7 +117,7 @@ class HFRuntime(KernelPipeline):
         data = np.frombuffer(b"".join(rows), dtype=np.uint8)
         out = np.empty(max(len(data), 1), dtype=np.uint32)
         counts = np.empty(len(rows), dtype=np.int64)
-        cache, work = self.kernels.serial_workspace()
+        cache, work = self.engine.serial_workspace()
         if self.pipe.char_level:
             encode_chars_rows(data, offsets, T, self.pipe.fallback_ids, self.pipe.unk_id, self.pipe.fuse_unk,
                               out, counts, work[0])
@@ -152,7 +152,7 @@ class HFRuntime(KernelPipeline):
         data = seg.encode("utf-8")
         if self.pre_steps is None and not (self.missing and len(data.translate(None, self.missing)) != len(data)):
             buf = np.frombuffer(data, dtype=np.uint8)
-            return [self.kernels.encode_buf(buf, self.kernels.no_added, False)]
+            return [self.engine.encode_buf(buf, self.engine.no_added, False)]
         # pieces from the Python pretokenizer, or from the scanner when bytes must be dropped
         if self.pre_steps is not None:
             pieces = [p.encode("utf-8") for p in pre_tokenize(self.pre_steps, seg)]
@@ -174,7 +174,7 @@ class HFRuntime(KernelPipeline):
             if clean:
                 out.append(self._run_rows(clean, self.T_whole))
                 clean = []
-            if self.kernels.description.ignore_merges:
+            if self.engine.description.ignore_merges:
                 t = token_id_of_bytes(self.T, p)
                 if t >= 0:
                     out.append(np.array([t], dtype=np.uint32))
@@ -209,14 +209,14 @@ class HFRuntime(KernelPipeline):
         # an ASCII str's own characters (no copy), or the UTF-8 kernel for a long text (CPython's
         # encoder took 1.2 ms of 3 MB in a first call); `data` does not outlive this call
         data = ascii_view(text) if text.isascii() else text_to_buf(text)
-        self.kernels.check_disallowed(text, data, policy)
+        self.engine.check_disallowed(text, data, policy)
         return self.encode_utf8(text, data, policy.allowed, policy.any_allowed, add_special_tokens)
 
     def encode_utf8(self, text: str, data, amask, any_allowed: bool, add_special_tokens: bool) -> np.ndarray:
         """The ids of `text` (`data`: its UTF-8, bytes or a read-only uint8 array), one text through
         the whole pipeline."""
         if self.text_is_plain(text, data):
-            ids = self.kernels.encode_buf(np.frombuffer(data, dtype=np.uint8), amask, any_allowed)
+            ids = self.engine.encode_buf(np.frombuffer(data, dtype=np.uint8), amask, any_allowed)
         else:
             ids = self.encode_text_path(bytes(data), amask, any_allowed)
         if add_special_tokens and (len(self.prefix) or len(self.suffix)):
@@ -362,10 +362,10 @@ class HFRuntime(KernelPipeline):
             if not self.text_is_plain(t, b):
                 python_rows[r] = self.encode_text_path(b, amask, any_allowed)
         if not python_rows:
-            return self.kernels.encode_rows_kernels(arr, offsets, valid, amask, any_allowed, num_threads)
+            return self.engine.encode_rows(arr, offsets, valid, amask, any_allowed, num_threads)
         kernel_valid = live.astype(np.uint8)
         kernel_valid[list(python_rows)] = 0
-        ids, io = self.kernels.encode_rows_kernels(arr, offsets, kernel_valid, amask, any_allowed, num_threads)
+        ids, io = self.engine.encode_rows(arr, offsets, kernel_valid, amask, any_allowed, num_threads)
         lens = np.diff(io)
         for r, res in python_rows.items():
             lens[r] = len(res)

@@ -160,7 +160,7 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
         return enc
 
     def _column_run(self, column, num_threads, errors, counting, large_list=None):
-        from ..encoding import resolve_threads
+        from ..engine.threads import resolve_threads
         from . import columns as C
 
         C.check_errors(errors)

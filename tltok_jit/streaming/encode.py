@@ -217,7 +217,7 @@ def _drop_mask(enc, pipe) -> np.ndarray:
     missing = pipe.missing_bytes if pipe is not None else b""
     if not missing:
         return _NO_DROP
-    T = enc.facade.tables
+    T = enc.tables
     s1, s2 = T.stage1, T.stage2
     for x in missing:
         if x < 0x80:
@@ -236,7 +236,7 @@ def _drop_mask(enc, pipe) -> np.ndarray:
         if cls - {_CLS_OTHER}:
             raise NotImplementedError(f"stream encoding: the vocabulary lacks byte {x:#04x}, which can lie in "
                                       "a letter, digit or whitespace character")
-    if enc.facade.description.ignore_merges:
+    if enc.description.ignore_merges:
         raise NotImplementedError("stream encoding: missing bytes together with ignore_merges")
     mask = np.zeros(257, dtype=np.uint8)
     mask[list(missing)] = 1
@@ -246,17 +246,18 @@ def _drop_mask(enc, pipe) -> np.ndarray:
 
 def long_tables(enc) -> K.LongTables:
     """The incremental-BPE tables of `enc` (reverse trie of the tokens, reachability), built once."""
+    enc = enc.engine  # an Encoding or its engine: the tables are the engine's
     lt = _LONG_TABLES.get(enc)
     if lt is None:
-        T = enc.facade.tables
+        T = enc.tables
         n_vocab = len(T.tok_offsets) - 1
         ordinary = np.zeros(n_vocab, dtype=np.bool_)
-        ids = np.fromiter(enc.facade.description.vocab.values(), dtype=np.int64, count=len(enc.facade.description.vocab))
+        ids = np.fromiter(enc.description.vocab.values(), dtype=np.int64, count=len(enc.description.vocab))
         ordinary[ids] = True
         lens = np.diff(T.tok_offsets)
         max_len = int(lens[ordinary].max())
         # size the hash for the trie's node count (shared suffixes: ~1/3 of the token bytes)
-        vocab = enc.facade.description.vocab
+        vocab = enc.description.vocab
         order = np.array(sorted(vocab, key=lambda b: b[::-1]), dtype=object)
         order = np.fromiter((vocab[b] for b in order), dtype=np.int64, count=len(order))
         nodes = int(K.rev_trie_nodes(T.tok_bytes, T.tok_offsets, order))
@@ -280,11 +281,12 @@ class StreamEncoder:
 
     def __init__(self, enc, *, allowed_special=frozenset(), disallowed_special="all",
                  errors: str = "replace", long_min: int = LONG_MIN, _normalized: bool = False):
-        self._enc = enc
-        self._T = enc.facade.tables
+        enc = enc.engine  # an Encoding or its engine (engine.core.Engine)
+        self._engine = enc
+        self._T = enc.tables
         name = getattr(enc, "name", enc)
         kind = pattern_kind(self._T)
-        runtime = getattr(enc.facade, "pipeline", None)
+        runtime = getattr(enc, "pipeline", None)
         hf = runtime if runtime is not None and runtime.pipe is not None else None  # tokenizer.json models
         pipe = None if hf is None or _normalized else hf.pipe
         if pipe is not None:
@@ -318,7 +320,7 @@ class StreamEncoder:
         self._long_min = int(long_min)
         self._split = None  # normalizing models: added tokens and normalization in Python, then _inner
         if pipe is not None and pipe.normalizers:
-            added = enc.facade.compiled.added
+            added = enc.compiled.added
             allowed = {t.content: int(self._T.added_ids[i]) for i, t in enumerate(added) if amask[i]}
             self._split = NormalizingSplitter(allowed, [t.content for t in added], pipe.normalizers)
             self._inner = StreamEncoder(enc, errors=errors, long_min=long_min, _normalized=True)
@@ -422,7 +424,7 @@ class StreamEncoder:
             pos, idx = _enc_k.find_added(arr, 0, len(arr), self._T, policy.disallowed)
             if pos >= 0:
                 self._reset()
-                raise_disallowed_special_token(self._enc.facade.compiled.added[idx].content)
+                raise_disallowed_special_token(self._engine.compiled.added[idx].content)
             self._dtail = window[max(0, len(window) - keep):] if keep > 0 else b""
         else:
             window = self._dtail + text
@@ -495,7 +497,7 @@ class StreamEncoder:
             self._n += m
         st = self._st
         n = self._n
-        cache, work = self._enc.facade.serial_workspace()
+        cache, work = self._engine.serial_workspace()
         parts = []
         while True:
             start = st[K.S_EMIT] if st[K.S_LONG] else st[K.S_PIECE]
@@ -512,7 +514,7 @@ class StreamEncoder:
             parts.append(out[:got].copy())
             if not st[K.S_WANTLONG]:
                 break
-            self._lt = long_tables(self._enc)
+            self._lt = long_tables(self._engine)
             self._lw = K.new_long_work(self._lt.max_len)
             self._long_min = max(self._long_min, self._lt.max_len + 1)
             self._grow_long(len(self._buf))
