@@ -211,7 +211,7 @@ def prepare_seeds(workdir: Path, *, full: bool) -> list[Seed]:
         seeds.append(Seed("tokenizer.json", f"{name}[small]", str(small)))
         if full and name in ("gpt2", "smollm2", "mistral-7b"):
             seeds.append(Seed("tokenizer.json", name, str(p), weight=0.3, full=True))
-    p = TOKENIZERS / "minilm" / "tokenizer.json"  # WordPiece: refused, every mutation too
+    p = TOKENIZERS / "minilm" / "tokenizer.json"  # WordPiece (the BERT family)
     if p.is_file():
         seeds.append(Seed("tokenizer.json", "minilm", str(p), weight=0.2))
     bpe = spm / "botchan_en_bpe_1000.model"
@@ -994,7 +994,7 @@ def _exercise(obj, kind: str, rng: random.Random) -> None:
                 obj.token_pieces(ids)
                 if kind == "sentencepiece":
                     obj.normalize(t)
-            if kind == "sentencepiece":
+            if kind in ("sentencepiece", "tokenizer.json"):  # tokenizer.json here: a WordPiece file
                 import pyarrow as pa
 
                 rows = obj.encode_arrow(pa.array(TEXTS[:6]), num_threads=1).to_pylist()
