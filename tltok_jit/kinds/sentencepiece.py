@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..engine.text import read_only
 from ..kernels import sentencepiece as K
 from ..loaders.sentencepiece_model import BYTE, CONTROL, UNKNOWN, USER_DEFINED, read_sentencepiece_model
 from ..tables.sentencepiece import SentencePieceTables, build_tables
@@ -111,7 +112,8 @@ class SentencePieceTokenizer(RowColumns, Tokenizer):
             n = K.normalize(buf, out, t.charsmap_units, t.charsmap_repl, *t.user_trie, n_spec.add_dummy_prefix,
                             n_spec.remove_extra_whitespaces, n_spec.escape_whitespaces)
             if n >= 0:
-                return out[:n]
+                # read-only as the fast path's bytes are: the encode kernels are compiled for one variant
+                return read_only(out[:n])
             cap *= 2
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
