@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from ..model.description import AddedToken, ModelDescription, TokenizerFileError
-from .hf_json import HFPipeline, _check_merges, _load_json, beta_decode
+from .hf_json import HFPipeline, _check_merges, beta_decode, load_json
 
 __all__ = ["read_gpt2_files"]
 
@@ -25,7 +25,7 @@ def read_gpt2_files(vocab_path: str | os.PathLike, merges_path: str | os.PathLik
     vocabulary has it) become special added tokens, as in GPT-2's tokenizer.json."""
     vwhere = os.fspath(vocab_path)
     mwhere = os.fspath(merges_path)
-    vocab_str = _load_json(vocab_path)
+    vocab_str = load_json(vocab_path)
     if not isinstance(vocab_str, dict) or not all(isinstance(v, int) for v in vocab_str.values()):
         raise TokenizerFileError(f"{vwhere}: must be a JSON object of token -> integer id")
     with open(mwhere, "rb") as f:
