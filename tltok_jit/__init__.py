@@ -105,13 +105,19 @@ def from_file(path, config=None, *, name: str | None = None) -> Encoding:
     `enc.encode(text, allowed_special="all")` for HF's `encode(text, add_special_tokens=False).ids`,
     add `add_special_tokens=True` for HF's default. See `tltok_jit.loaders.hf_json`.
 
-    A file whose model is WordPiece (the BERT family) gives a `tltok_jit.kinds.wordpiece.WordPieceTokenizer`."""
+    A file whose model is WordPiece (the BERT family) gives a `tltok_jit.kinds.wordpiece.WordPieceTokenizer`,
+    one whose model is Unigram (T5, XLM-R) a `tltok_jit.kinds.unigram.UnigramTokenizer`."""
+    from .loaders.hf_unigram import is_unigram_file
     from .loaders.hf_wordpiece import is_wordpiece_file
 
     if is_wordpiece_file(path):
         from .kinds.wordpiece import WordPieceTokenizer
 
         return WordPieceTokenizer.from_file(path, config, name=name)
+    if is_unigram_file(path):
+        from .kinds.unigram import UnigramTokenizer
+
+        return UnigramTokenizer.from_file(path, config, name=name)
     from .loaders.hf_json import read_hf_json
 
     from .engine.recipe import abspath

@@ -85,7 +85,9 @@ def build(spec: TokenizerSpec) -> HuggingFaceTokenizer:
     config = spec.asset("config", required=False)
     from ..loaders.hf_wordpiece import is_wordpiece_file
 
-    if is_wordpiece_file(path):
+    from ..loaders.hf_unigram import is_unigram_file
+
+    if is_wordpiece_file(path) or is_unigram_file(path):
         return _wordpiece(spec, path, config)
     try:
         desc = read_hf_json(path, config)
@@ -98,13 +100,18 @@ def build(spec: TokenizerSpec) -> HuggingFaceTokenizer:
 
 
 def _wordpiece(spec: TokenizerSpec, path: str, config: str | None):
-    """A WordPiece tokenizer.json (the BERT family) behind the contract: its own tokenizer object."""
+    """A WordPiece (the BERT family) or Unigram (T5, XLM-R) tokenizer.json behind the contract: its own
+    tokenizer object."""
+    from ..loaders.hf_unigram import is_unigram_file
+    from .unigram import UnigramTokenizer
     from .wordpiece import WordPieceTokenizer
 
+    cls = UnigramTokenizer if is_unigram_file(path) else WordPieceTokenizer
     if spec.options.get("add_special_tokens"):
         raise TokenizerAssetError("tokenizer kind 'huggingface': option 'add_special_tokens' is not supported for "
-                                  f"the WordPiece file {path}: call encode(text, add_special_tokens=True) on it")
+                                  f"the {cls.__name__[:-9]} file {path}: call encode(text, add_special_tokens=True) "
+                                  "on it")
     try:
-        return WordPieceTokenizer.from_file(path, config)
+        return cls.from_file(path, config)
     except TokenizerFileError as e:
         raise TokenizerAssetError(f"tokenizer kind 'huggingface': asset 'tokenizer' ({path}): {e}") from None

@@ -1,0 +1,506 @@
+"""Unigram tokenizer.json files (T5, mT5, XLM-R style): `tltok_jit.from_file` returns a `UnigramTokenizer`.
+
+`encode(text)` gives the ids of `tokenizers.Tokenizer.encode(text, add_special_tokens=False).ids`
+(every id: no truncation, no padding); `add_special_tokens=True` adds the post-processor's single
+template. Added tokens are matched in the text, as HF does. `decode` is `Tokenizer.decode(ids)`
+(special tokens skipped, the file's decoder chain). The work runs in `tltok_jit.kernels.unigram`;
+batches and Arrow columns run rows in parallel with the same ids for any thread count.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import TokenizerError, TokenizerFileError, UnsupportedTokenizerError
+from ..kernels import unigram as K
+from ..kernels.wordpiece import build_double_array, compact
+from ..loaders.hf_unigram import UnigramModel, read_unigram_json
+from ..tokenizer import Tokenizer
+from ..unicode.bert import bert_tables
+from ..unicode.graphemes import grapheme_tables
+
+__all__ = ["UnigramTokenizer", "UnknownCharacterError"]
+
+REGION_SLACK = 16
+MIN_PARALLEL_BYTES = 64 * 1024
+K_UNK_PENALTY = 10.0
+
+
+class UnknownCharacterError(TokenizerError, ValueError):
+    """The text has a character no piece covers and the model has no unk_id (tokenizers raises too)."""
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a).view()
+    a.flags.writeable = False
+    return a
+
+
+def _trie(pieces: list[str]) -> tuple:
+    """(base, check, value) of every non-empty piece (a piece listed twice: its last id)."""
+    last = {}
+    for i, p in enumerate(pieces):
+        if p:
+            last[p.encode("utf-8")] = i
+    keys = sorted(last.items())
+    kb = np.frombuffer(b"".join(k for k, _ in keys) or b"\0", np.uint8)
+    koff = np.zeros(len(keys) + 1, np.int64)
+    np.cumsum([len(k) for k, _ in keys], out=koff[1:])
+    kval = np.array([v for _, v in keys], np.int64)
+    base, check, value = build_double_array(_ro(kb), _ro(koff), _ro(np.zeros(len(keys), np.int64)), _ro(kval),
+                                            np.int64(1))
+    n = len(base)
+    used = check >= 0
+    if (len(check) != n or len(value) != n or int(base.min()) < 0 or int(base.max()) + 256 > n
+            or int(check.max()) >= n or (used & (value >= len(pieces))).any()):
+        raise TokenizerFileError("internal error: the vocabulary trie failed its checks")
+    return _ro(base.astype(np.int64)), _ro(check.astype(np.int64)), _ro(value.astype(np.int64))
+
+
+def _charsmap(blob: bytes, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """(units uint32, replacement bytes) as spm_precompiled parses them."""
+    if len(blob) < 4:
+        raise TokenizerFileError(f"{where}: normalizer Precompiled.precompiled_charsmap is broken ({len(blob)} bytes)")
+    (trie_size,) = struct.unpack("<I", blob[:4])
+    n_units = trie_size // 4
+    if 4 + 4 * n_units > len(blob):
+        raise TokenizerFileError(f"{where}: normalizer Precompiled.precompiled_charsmap: trie size {trie_size} "
+                                 f"does not fit the {len(blob)}-byte blob")
+    units = np.frombuffer(blob, dtype="<u4", count=n_units, offset=4).astype(np.uint32)
+    repl = blob[4 + 4 * n_units:]
+    try:
+        repl.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TokenizerFileError(f"{where}: normalizer Precompiled.precompiled_charsmap: the replacement "
+                                 "strings are not UTF-8") from None
+    return _ro(units), _ro(np.frombuffer(repl or b"\0", np.uint8))
+
+
+def _added(tokens) -> tuple:
+    first = np.zeros(256, np.uint8)
+    enc = [t.content.encode("utf-8") for t in tokens]
+    for b in enc:
+        first[b[0]] = 1
+    off = np.zeros(len(enc) + 1, np.int64)
+    np.cumsum([len(b) for b in enc], out=off[1:])
+    data = np.frombuffer(b"".join(enc) or b"\0", np.uint8)
+    return _ro(first), _ro(data), _ro(off), _ro(np.array([t.id for t in tokens], np.int64))
+
+
+def _on_threads(n: int, work) -> None:
+    if n <= 1:
+        work(0)
+        return
+    errors = []
+
+    def run(w):
+        try:
+            work(w)
+        except BaseException as e:  # noqa: BLE001 - raised on the calling thread
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(w,)) for w in range(1, n)]
+    for t in ts:
+        t.start()
+    run(0)
+    for t in ts:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _threads(num_threads: int | None) -> int:
+    import numba
+
+    limit = numba.config.NUMBA_NUM_THREADS
+    if num_threads is None or num_threads <= 0:
+        return limit
+    return min(int(num_threads), limit)
+
+
+def _splice(ids: np.ndarray, off: np.ndarray, fixed: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Rows r in `fixed` replaced by fixed[r] (uint32 arrays)."""
+    parts = []
+    counts = np.diff(off)
+    o = off.tolist()
+    for r in range(len(counts)):
+        parts.append(fixed[r] if r in fixed else ids[o[r]:o[r + 1]])
+        counts[r] = len(parts[-1])
+    new_off = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=new_off[1:])
+    return (np.concatenate(parts).astype(np.uint32) if parts else np.zeros(0, np.uint32)), new_off
+
+
+def _rust_hex_u8(s: str) -> int | None:
+    """u8::from_str_radix(s, 16): an optional '+', then hex digits."""
+    if s.startswith("+"):
+        s = s[1:]
+    if not s or any(c not in "0123456789abcdefABCDEF" for c in s):
+        return None
+    return int(s, 16)
+
+
+def _byte_of_token(tok: str) -> int | None:
+    b = tok.encode("utf-8")
+    if len(b) != 6 or not tok.startswith("<0x") or not tok.endswith(">"):
+        return None
+    try:
+        return _rust_hex_u8(b[3:5].decode("utf-8"))
+    except UnicodeDecodeError:  # not a char boundary: Rust's slice would panic; no byte
+        return None
+
+
+def _decode_chain(steps: tuple, tokens: list[str]) -> list[str]:
+    for step in steps:
+        kind = step[0]
+        if kind == "metaspace":
+            rep, scheme = step[1], step[2]
+            tokens = [t.replace(rep, "" if (i == 0 and scheme != "never") else " ") for i, t in enumerate(tokens)]
+        elif kind == "fuse":
+            tokens = ["".join(tokens)]
+        elif kind == "bytefallback":
+            out, pend = [], []
+            for t in tokens:
+                b = _byte_of_token(t)
+                if b is not None:
+                    pend.append(b)
+                    continue
+                if pend:
+                    try:
+                        out.append(bytes(pend).decode("utf-8"))
+                    except UnicodeDecodeError:
+                        out.extend(["\ufffd"] * len(pend))
+                    pend = []
+                out.append(t)
+            if pend:
+                try:
+                    out.append(bytes(pend).decode("utf-8"))
+                except UnicodeDecodeError:
+                    out.extend(["\ufffd"] * len(pend))
+            tokens = out
+        elif kind == "strip":
+            content, start, stop = step[1], step[2], step[3]
+            new = []
+            for t in tokens:
+                a = 0
+                for i, c in enumerate(t[:start]):
+                    if c != content:
+                        break
+                    a = i + 1
+                b = len(t)
+                for i in range(stop):
+                    idx = len(t) - i - 1
+                    if idx < 0:  # Rust would panic (index out of range); keep what is there
+                        break
+                    if t[idx] != content:
+                        break
+                    b = idx
+                new.append(t[a:b] if a <= b else "")
+            tokens = new
+        else:  # replace
+            tokens = [t.replace(step[1], step[2]) for t in tokens]
+    return tokens
+
+
+class UnigramTokenizer(Tokenizer):
+    """A Unigram tokenizer.json; see the module docstring."""
+
+    kind = "huggingface"
+
+    def __init__(self, model: UnigramModel):
+        self.model = model
+        self.name = model.name
+        self.vocab_size = len(model.id_to_token)
+        self.special_ids = model.special_ids
+        where = model.source
+        bt = bert_tables()
+        g1, g2 = grapheme_tables()
+        base, check, value = _trie(model.pieces)
+        scores = _ro(np.array(model.scores, np.float64))
+        unk_score = min(model.scores) - K_UNK_PENALTY
+        byte_ids = np.full(256, -1, np.int64)
+        for i, p in enumerate(model.pieces):  # the last id of a piece listed twice
+            if len(p) == 6 and p.startswith("<0x") and p.endswith(">"):
+                try:
+                    b = int(p[3:5], 16)
+                except ValueError:
+                    continue
+                if p == f"<0x{b:02X}>":
+                    byte_ids[b] = i
+        steps, args = [], []
+        units = _ro(np.zeros(0, np.uint32))
+        repl = _ro(np.zeros(1, np.uint8))
+        rep = []
+        n_pre = sum(1 for s in model.normalizer if s[0] == "precompiled")
+        if n_pre > 1:
+            raise UnsupportedTokenizerError(where, "normalizer.normalizers", "Precompiled",
+                                            "one Precompiled step at most")
+        for s in model.normalizer:
+            if s[0] == "precompiled":
+                units, repl = _charsmap(s[1], where)
+                steps.append(K.S_PRECOMPILED)
+                args.append(0)
+            elif s[0] == "lowercase":
+                steps.append(K.S_LOWER)
+                args.append(0)
+            elif s[0] == "strip":
+                steps.append(K.S_STRIP)
+                args.append((1 if s[1] else 0) | (2 if s[2] else 0))
+            else:
+                steps.append(K.S_REPLACE)
+                args.append(len(rep) // 2)
+                rep += [s[1].encode("utf-8"), s[2].encode("utf-8")]
+        rep_off = np.zeros(len(rep) + 1, np.int64)
+        np.cumsum([len(b) for b in rep], out=rep_off[1:])
+        rep_bytes = np.frombuffer(b"".join(rep) or b"\0", np.uint8)
+        meta = model.metaspace
+        meta_rep = (meta[0] if meta else "\u2581").encode("utf-8")
+        scheme = {"always": K.P_ALWAYS, "first": K.P_FIRST, "never": K.P_NEVER}[meta[1] if meta else "always"]
+        self._kargs = (base, check, value, scores, np.int64(-1 if model.unk_id is None else model.unk_id),
+                       np.float64(unk_score), np.int64(model.byte_fallback), _ro(byte_ids),
+                       _ro(np.array(steps, np.int64)), _ro(np.array(args, np.int64)), units, repl,
+                       bt.stage1, bt.stage2, bt.seq, bt.seq_off, g1, g2, _ro(rep_bytes), _ro(rep_off),
+                       np.int64(model.whitespace_split), np.int64(meta is not None),
+                       _ro(np.frombuffer(meta_rep, np.uint8)), np.int64(scheme),
+                       np.int64(bool(meta and meta[2])), *_added(model.added))
+        # how much one input byte can grow through the normalizer and Metaspace
+        grow = 1
+        for s in model.normalizer:
+            if s[0] == "precompiled":
+                grow *= max(4, max((len(x) for x in bytes(repl).split(b"\0")), default=1))
+            elif s[0] == "lowercase":
+                grow *= 3
+            elif s[0] == "replace":
+                grow *= max(1, -(-len(s[2].encode("utf-8")) // len(s[1].encode("utf-8"))))
+        self._grow = min(grow, 64) * max(1, len(meta_rep))
+        self._local = threading.local()
+        tpl = model.template
+        self._prefix_ids: tuple = ()
+        self._suffix_ids: tuple = ()
+        if tpl is not None:
+            k = next(n for n, p in enumerate(tpl.single) if p[0] == "A")
+            self._prefix_ids = tuple(i for p in tpl.single[:k] for i in p[1])
+            self._suffix_ids = tuple(i for p in tpl.single[k + 1:] for i in p[1])
+        self._special_strings = frozenset(t.content for t in model.added if t.special)
+        self._vocab = None
+
+    @classmethod
+    def from_file(cls, path, config=None, *, name: str | None = None) -> "UnigramTokenizer":
+        return cls(read_unigram_json(path, config, name=name))
+
+    def __reduce__(self):
+        return UnigramTokenizer, (self.model,)
+
+    # ------------------------------------------------------------------ encode
+    def _work(self, n: int) -> tuple:
+        """Work buffers for a text of n bytes (grown on NEED_WORK)."""
+        norm = n + 64
+        m = self._grow * norm + 64
+        return (np.empty(norm, np.uint8), np.empty(norm, np.uint8), np.empty(m, np.uint8),
+                np.empty(m + 1, np.float64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64),
+                np.empty(m + 1, np.int64))
+
+    @staticmethod
+    def _grown(work: tuple) -> tuple:
+        wa, wb, wm, best, st, nd, en = work
+        norm = 2 * len(wa)
+        m = 2 * len(wm)
+        return (np.empty(norm, np.uint8), np.empty(norm, np.uint8), np.empty(m, np.uint8),
+                np.empty(m + 1, np.float64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64),
+                np.empty(m + 1, np.int64))
+
+    def _scratch(self, n: int) -> tuple:
+        loc = self._local
+        w = getattr(loc, "work", None)
+        if w is None or len(w[0]) < n + 64:
+            w = loc.work = self._work(max(n, 4096))
+        return w
+
+    def _encode_bytes(self, buf: np.ndarray) -> np.ndarray:
+        n = len(buf)
+        work = self._scratch(n)
+        cap = self._grow * (n + 64) + 64
+        buf = _ro(buf)
+        while True:
+            out = np.empty(cap, np.uint32)
+            k = K.encode_one(buf, out, *work, *self._kargs)
+            if k >= 0:
+                return out[:k]
+            if k == K.ERR_NO_UNK:
+                raise UnknownCharacterError(f"{self.model.source}: the text has a character no piece covers and "
+                                            "model.unk_id is null (tokenizers raises MissingUnkId)")
+            cap *= 2
+            work = self._local.work = self._grown(work)
+
+    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
+        """`encode` as a uint32 array."""
+        ids = self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8))
+        if add_special_tokens and (self._prefix_ids or self._suffix_ids):
+            ids = np.concatenate([np.array(self._prefix_ids, np.uint32), ids, np.array(self._suffix_ids, np.uint32)])
+        return ids
+
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        """The ids of `text` (tokenizers' `encode(text, add_special_tokens=...).ids` without the file's
+        truncation and padding)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        return self.encode_to_numpy(text, add_special_tokens=add_special_tokens).tolist()
+
+    def count(self, text: str) -> int:
+        return len(self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8)))
+
+    def _run_rows(self, bufs, rbuf, rstart, rlen, valid, threads: int):
+        n = len(rlen)
+        caps = np.where(valid, rlen + REGION_SLACK, 0)
+        ro = np.zeros(n + 1, np.int64)
+        np.cumsum(caps, out=ro[1:])
+        out = np.empty(max(int(ro[-1]), 1), np.uint32)
+        counts = np.empty(n, np.int64)
+        status = np.zeros(n, np.uint8)
+        if int(rlen.sum()) < MIN_PARALLEL_BYTES:
+            threads = 1
+        threads = max(1, min(threads, n))
+        cum = np.cumsum(rlen + 16)
+        cuts = np.searchsorted(cum, (np.arange(1, threads) * (int(cum[-1]) if n else 0)) // threads, side="right")
+        bounds = np.concatenate(([0], cuts, [n])).astype(np.int64)
+        args = (bufs, _ro(rbuf), _ro(rstart), _ro(rlen), _ro(valid), _ro(ro), out, counts, status)
+        longest = int(rlen.max()) if n else 0
+
+        def work(w: int) -> None:
+            # each worker's work buffers are its own; a row that outgrows them goes to the single-text path
+            K.encode_rows(bounds[w], bounds[w + 1], *args, *self._work(min(longest, 1 << 16)), *self._kargs)
+
+        _on_threads(threads, work)
+        off = np.empty(n + 1, np.int64)
+        m = int(compact(out, ro, counts, off))
+        return out[:m], off, status
+
+    def _fix_rows(self, ids, off, status, row_text):
+        redo = np.flatnonzero(status).tolist()
+        if not redo:
+            return ids, off
+        fixed = {r: self._encode_bytes(np.frombuffer(row_text(r, int(status[r])).encode("utf-8"), np.uint8))
+                 for r in redo}
+        return _splice(ids, off, fixed)
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int | None = None
+                              ) -> tuple[np.ndarray, np.ndarray]:
+        """(ids uint32, offsets int64): text r's ids are ids[offsets[r]:offsets[r + 1]]."""
+        from numba.typed import List as TypedList
+
+        enc = []
+        for r, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"texts[{r}] must be a str, not {type(t).__name__}")
+            enc.append(t.encode("utf-8"))
+        n = len(enc)
+        lens = np.fromiter(map(len, enc), np.int64, count=n)
+        start = np.zeros(n, np.int64)
+        if n:
+            np.cumsum(lens[:-1], out=start[1:])
+        data = _ro(np.frombuffer(b"".join(enc) or b"\0", np.uint8))
+        bufs = TypedList()
+        bufs.append(data)
+        ids, off, status = self._run_rows(bufs, np.zeros(n, np.int64), start, lens, np.ones(n, bool),
+                                          _threads(num_threads))
+        return self._fix_rows(ids, off, status, lambda r, s: texts[r])
+
+    def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False,
+                     num_threads: int | None = None) -> list[list[int]]:
+        """`encode` of each text; rows in parallel (num_threads None or 0: every core)."""
+        ids, off = self.encode_batch_to_numpy(texts, num_threads=num_threads)
+        o = off.tolist()
+        rows = [ids[o[r]:o[r + 1]].tolist() for r in range(len(o) - 1)]
+        if add_special_tokens and (self._prefix_ids or self._suffix_ids):
+            pre, suf = list(self._prefix_ids), list(self._suffix_ids)
+            return [pre + row + suf for row in rows]
+        return rows
+
+    # ------------------------------------------------------------------ Arrow columns
+    def _column_chunk(self, col, row_base: int, threads: int, errors: str, counting: bool):
+        from .columns import replaced_text
+
+        if col.n == 0:
+            return (np.zeros(0, np.int64), col.valid) if counting else (np.zeros(0, np.uint32),
+                                                                        np.zeros(1, np.int64), col.valid)
+        ids, off, status = self._run_rows(col.typed_bufs(), col.rbuf, col.rstart, col.rlen, col.valid, threads)
+
+        def text(r: int, s: int) -> str:
+            data = col.row_bytes(r)
+            return replaced_text(data, errors, row_base + r) if s == 1 else data.decode("utf-8")
+
+        ids, off = self._fix_rows(ids, off, status, text)
+        if counting:
+            return np.diff(off), col.valid
+        return ids, off, col.valid
+
+    def encode_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace",
+                     large_list: bool | None = None):
+        """`encode` of every row of a text column: list<uint32> (large_list<uint32> past 2**31 - 1 ids or
+        with large_list=True), nulls stay null, chunks kept; rows in parallel, the same ids for any
+        thread count. A row that is not valid UTF-8 is encoded as `row.decode("utf-8", "replace")`
+        (errors="replace") or raises ArrowRowError naming the row (errors="strict")."""
+        from . import columns as C
+
+        C.check_errors(errors)
+        threads = _threads(num_threads)
+        return C.text_columns(column, lambda col, base: self._column_chunk(col, base, threads, errors, False),
+                              lambda res, chunked: C.assemble_ids(res, chunked, large_list))
+
+    def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
+        """The number of ids of every row (int64, nulls stay null), as `encode_arrow` counts them."""
+        from . import columns as C
+
+        C.check_errors(errors)
+        threads = _threads(num_threads)
+        return C.text_columns(column, lambda col, base: self._column_chunk(col, base, threads, errors, True),
+                              C.assemble_counts)
+
+    def decode_arrow(self, column, *, errors: str = "replace", num_threads: int | None = None):
+        """`decode` of every row of a list<integer> column: large_string, nulls stay null."""
+        from . import columns as C
+
+        C.check_errors(errors)
+
+        def decode_chunk(col, row_base: int):
+            o = col.offsets.tolist()
+            flat = col.ids.tolist()
+            return C.strings_array([self._decode_checked(flat[o[r]:o[r + 1]]) if col.valid[r] else None
+                                    for r in range(len(col.valid))], col.valid)
+
+        return C.id_columns(column, self.vocab_size, decode_chunk)
+
+    # ------------------------------------------------------------------ decode
+    def _decode_checked(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        table = self.model.id_to_token
+        special = self._special_strings if skip_special_tokens else frozenset()
+        tokens = [table[i] for i in ids if table[i] is not None and table[i] not in special]
+        if self.model.decoder_null:
+            return " ".join(tokens)
+        return "".join(_decode_chain(self.model.decoder, tokens))
+
+    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
+        """tokenizers' `decode(ids, skip_special_tokens=...)`."""
+        return self._decode_checked(self.check_ids(ids), skip_special_tokens)
+
+    def unsettled_count(self, ids: Sequence[int]) -> int:
+        # a byte run, a Strip at a token's end or a Replace across tokens can change with what follows
+        return min(len(ids), 8)
+
+    def id_to_token(self, i: int) -> str | None:
+        return self.model.id_to_token[i] if 0 <= i < self.vocab_size else None
+
+    def token_to_id(self, token: str) -> int | None:
+        for t in self.model.added:
+            if t.content == token:
+                return t.id
+        if self._vocab is None:
+            self._vocab = {p: i for i, p in enumerate(self.model.pieces)}
+        return self._vocab.get(token)
+
+    def __repr__(self) -> str:
+        return f"<UnigramTokenizer {self.name!r} vocab_size={self.vocab_size}>"

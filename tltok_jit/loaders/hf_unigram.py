@@ -1,0 +1,331 @@
+"""Hugging Face `tokenizer.json` files with a Unigram model (T5, mT5, XLM-R style) -> `UnigramModel`.
+
+Supported subset (anything else is refused with `UnsupportedTokenizerError` naming the JSON field):
+
+* model: `Unigram` with `vocab` ([[piece, score], ...]), `unk_id` (an index or null), `byte_fallback`.
+* normalizer: null, `Precompiled` (a sentencepiece charsmap), `Lowercase`, `Strip`, `Replace` (a
+  String pattern), or a `Sequence` of them.
+* pre_tokenizer: null, `Metaspace` (`replacement`, `prepend_scheme` always / first / never, `split`),
+  `WhitespaceSplit`, or a `Sequence` [WhitespaceSplit, Metaspace] (either alone in a Sequence too).
+* post_processor: null or `TemplateProcessing` (single and pair templates, type ids).
+* decoder: null, `Metaspace`, `ByteFallback`, `Fuse`, `Strip`, `Replace` (a String pattern), or a
+  `Sequence` of them.
+* added_tokens: `special`; `normalized` true only without a normalizer; `lstrip` / `rstrip` /
+  `single_word` true are refused. Ids are assigned as `tokenizers` assigns them (hf_json's rules).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import os
+from dataclasses import dataclass, field
+
+from ..errors import TokenizerFileError, UnsupportedTokenizerError
+from .hf_json import load_json, read_added_tokens, shown
+
+__all__ = ["Template", "UnigramModel", "is_unigram_file", "read_unigram_json"]
+
+# normalizer steps: ("precompiled", charsmap bytes) | ("lowercase",) | ("strip", left, right)
+# | ("replace", pattern, content)
+# pre-tokenizer: (whitespace_split, metaspace) with metaspace None or (replacement, scheme, split)
+PREPEND_SCHEMES = ("always", "first", "never")
+
+
+@dataclass(frozen=True)
+class Template:
+    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id)."""
+
+    single: tuple
+    pair: tuple
+
+
+@dataclass
+class UnigramModel:
+    """A Unigram tokenizer.json, read and checked (see the module docstring)."""
+
+    source: str
+    name: str
+    pieces: list          # piece string of each model id
+    scores: list          # its score (float)
+    unk_id: int | None
+    byte_fallback: bool
+    normalizer: tuple     # the steps, in order
+    whitespace_split: bool
+    metaspace: tuple | None  # (replacement, prepend_scheme, split)
+    added: list = field(default_factory=list)
+    template: Template | None = None
+    decoder: tuple = ()   # the decoder steps, in order; () with decoder_null: tokens joined by spaces
+    decoder_null: bool = True
+    id_to_token: list = field(default_factory=list)
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return frozenset(t.id for t in self.added if t.special)
+
+
+def is_unigram_file(path) -> bool:
+    """Whether `path` is a tokenizer.json whose model is Unigram (False for anything unreadable)."""
+    try:
+        with open(os.fspath(path), "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    if b'"Unigram"' not in raw:
+        return False
+    try:
+        d = load_json(path)
+    except TokenizerFileError:
+        return False
+    return isinstance(d, dict) and isinstance(d.get("model"), dict) and d["model"].get("type") == "Unigram"
+
+
+def _type(obj):
+    return obj.get("type") if isinstance(obj, dict) else obj
+
+
+def _str_pattern(obj: dict, where: str, fieldname: str) -> str:
+    pat = obj.get("pattern")
+    if not (isinstance(pat, dict) and list(pat) == ["String"] and isinstance(pat["String"], str)):
+        raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat, "a String pattern only")
+    if not pat["String"]:
+        raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat, "an empty pattern")
+    content = obj.get("content")
+    if not isinstance(content, str):
+        raise TokenizerFileError(f"{where}: {fieldname}.content must be a string, got {shown(content)}")
+    return pat["String"]
+
+
+def _norm_step(obj, where: str, fieldname: str) -> tuple:
+    t = _type(obj)
+    if t == "Precompiled":
+        raw = obj.get("precompiled_charsmap")
+        if not isinstance(raw, str):
+            raise TokenizerFileError(f"{where}: {fieldname}.precompiled_charsmap must be a base64 string")
+        try:
+            data = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise TokenizerFileError(f"{where}: {fieldname}.precompiled_charsmap is not base64") from None
+        return ("precompiled", data)
+    if t == "Lowercase":
+        return ("lowercase",)
+    if t == "Strip":
+        left, right = obj.get("strip_left", True), obj.get("strip_right", True)
+        if not isinstance(left, bool) or not isinstance(right, bool):
+            raise TokenizerFileError(f"{where}: {fieldname}.strip_left / strip_right must be true or false")
+        return ("strip", left, right)
+    if t == "Replace":
+        return ("replace", _str_pattern(obj, where, fieldname), obj["content"])
+    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "Unigram files: Precompiled, Lowercase, Strip, "
+                                    "Replace (String pattern), a Sequence of them, or null")
+
+
+def _normalizer(obj, where: str) -> tuple:
+    if obj is None:
+        return ()
+    if _type(obj) == "Sequence":
+        steps = obj.get("normalizers")
+        if not isinstance(steps, list):
+            raise TokenizerFileError(f"{where}: normalizer.normalizers must be a list")
+        out = []
+        for k, s in enumerate(steps):
+            if _type(s) == "Sequence":
+                out.extend(_normalizer(s, where))
+            else:
+                out.append(_norm_step(s, where, f"normalizer.normalizers[{k}]"))
+        return tuple(out)
+    return (_norm_step(obj, where, "normalizer"),)
+
+
+def _metaspace(obj: dict, where: str, fieldname: str) -> tuple:
+    rep = obj.get("replacement", "\u2581")
+    if not isinstance(rep, str) or len(rep) != 1:
+        raise TokenizerFileError(f"{where}: {fieldname}.replacement must be one character, got {shown(rep)}")
+    scheme = obj.get("prepend_scheme", "always")
+    if scheme not in PREPEND_SCHEMES:
+        raise UnsupportedTokenizerError(where, f"{fieldname}.prepend_scheme", scheme)
+    aps = obj.get("add_prefix_space")
+    if aps is False:
+        if scheme != "never":
+            raise TokenizerFileError(f"{where}: {fieldname}.add_prefix_space does not match declared prepend_scheme")
+    elif aps is not None and aps is not True:
+        raise TokenizerFileError(f"{where}: {fieldname}.add_prefix_space must be true, false or null")
+    split = obj.get("split", True)
+    if split is None:
+        split = True
+    if not isinstance(split, bool):
+        raise TokenizerFileError(f"{where}: {fieldname}.split must be true or false")
+    return (rep, scheme, split)
+
+
+def _pre_tokenizer(obj, where: str) -> tuple[bool, tuple | None]:
+    if obj is None:
+        return False, None
+    steps = [(obj, "pre_tokenizer")]
+    if _type(obj) == "Sequence":
+        seq = obj.get("pretokenizers")
+        if not isinstance(seq, list):
+            raise TokenizerFileError(f"{where}: pre_tokenizer.pretokenizers must be a list")
+        steps = [(s, f"pre_tokenizer.pretokenizers[{k}]") for k, s in enumerate(seq)]
+    ws, meta = False, None
+    for k, (s, f) in enumerate(steps):
+        t = _type(s)
+        if t == "WhitespaceSplit" and not ws and meta is None:
+            ws = True
+        elif t == "Metaspace" and meta is None:
+            meta = _metaspace(s, where, f)
+        else:
+            raise UnsupportedTokenizerError(where, f"{f}.type", t, "Unigram files: Metaspace, WhitespaceSplit, "
+                                            "or a Sequence [WhitespaceSplit, Metaspace]")
+    return ws, meta
+
+
+def _count(v, where: str, fieldname: str, least: int = 0, most: int | None = None) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v < least or (most is not None and v > most):
+        raise TokenizerFileError(f"{where}: {fieldname} must be an integer in {least}..{most or ''}, got {shown(v)}")
+    return v
+
+
+def _template_pieces(items, specials, known, where: str, fieldname: str, allowed: str) -> tuple:
+    if not isinstance(items, list):
+        raise TokenizerFileError(f"{where}: {fieldname} must be a list")
+    out = []
+    for k, it in enumerate(items):
+        f = f"{fieldname}[{k}]"
+        if not isinstance(it, dict) or len(it) != 1:
+            raise TokenizerFileError(f"{where}: {f} must be {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}")
+        (kind, body), = it.items()
+        if not isinstance(body, dict):
+            raise TokenizerFileError(f"{where}: {f}.{kind} must be an object")
+        type_id = _count(body.get("type_id", 0), where, f"{f}.{kind}.type_id", 0, 2**32 - 1)
+        if kind == "SpecialToken":
+            name = body.get("id")
+            entry = specials.get(name)
+            if not isinstance(entry, dict) or not isinstance(entry.get("ids"), list):
+                raise TokenizerFileError(f"{where}: {f} names special token {shown(name)}, which "
+                                         "post_processor.special_tokens does not define")
+            ids = tuple(entry["ids"])
+            for i in ids:
+                if not isinstance(i, int) or isinstance(i, bool) or i not in known:
+                    raise TokenizerFileError(f"{where}: post_processor.special_tokens[{name!r}] has id {shown(i)}, "
+                                             "which is no token")
+            out.append(("ids", ids, type_id))
+        elif kind == "Sequence":
+            seq = body.get("id")
+            if seq not in allowed:
+                raise UnsupportedTokenizerError(where, f"{f}.Sequence.id", seq)
+            out.append((seq, (), type_id))
+        else:
+            raise UnsupportedTokenizerError(where, f, kind)
+    if [p[0] for p in out if p[0] != "ids"] != list(allowed):
+        raise UnsupportedTokenizerError(where, fieldname, items, f"must hold {' then '.join(allowed)}, once each")
+    return tuple(out)
+
+
+def _post_processor(obj, known: set, where: str) -> Template | None:
+    if obj is None:
+        return None
+    t = _type(obj)
+    if t != "TemplateProcessing":
+        raise UnsupportedTokenizerError(where, "post_processor.type", t, "Unigram files: TemplateProcessing or null")
+    specials = obj.get("special_tokens", {})
+    if not isinstance(specials, dict):
+        raise TokenizerFileError(f"{where}: post_processor.special_tokens must be an object")
+    return Template(single=_template_pieces(obj.get("single"), specials, known, where, "post_processor.single", "A"),
+                    pair=_template_pieces(obj.get("pair"), specials, known, where, "post_processor.pair", "AB"))
+
+
+def _decoder_step(obj, where: str, fieldname: str) -> tuple:
+    t = _type(obj)
+    if t == "Metaspace":
+        return ("metaspace",) + _metaspace(obj, where, fieldname)[:2]
+    if t in ("ByteFallback", "Fuse"):
+        return (t.lower(),)
+    if t == "Strip":
+        content = obj.get("content")
+        if not isinstance(content, str) or len(content) != 1:
+            raise TokenizerFileError(f"{where}: {fieldname}.content must be one character, got {shown(content)}")
+        return ("strip", content, _count(obj.get("start", 0), where, f"{fieldname}.start", 0, 2**32),
+                _count(obj.get("stop", 0), where, f"{fieldname}.stop", 0, 2**32))
+    if t == "Replace":
+        return ("replace", _str_pattern(obj, where, fieldname), obj["content"])
+    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "Unigram files: Metaspace, ByteFallback, Fuse, "
+                                    "Strip, Replace (String pattern), a Sequence of them, or null")
+
+
+def _decoder(obj, where: str) -> tuple:
+    if _type(obj) == "Sequence":
+        steps = obj.get("decoders")
+        if not isinstance(steps, list):
+            raise TokenizerFileError(f"{where}: decoder.decoders must be a list")
+        out = []
+        for k, s in enumerate(steps):
+            if _type(s) == "Sequence":
+                out.extend(_decoder(s, where))
+            else:
+                out.append(_decoder_step(s, where, f"decoder.decoders[{k}]"))
+        return tuple(out)
+    return (_decoder_step(obj, where, "decoder"),)
+
+
+def read_unigram_json(path, config=None, *, name: str | None = None) -> UnigramModel:
+    """Read a Unigram tokenizer.json (and optionally its tokenizer_config.json's added tokens)."""
+    where = os.fspath(path)
+    d = load_json(path)
+    if not isinstance(d, dict):
+        raise TokenizerFileError(f"{where}: the top level must be a JSON object")
+    if name is None:
+        parent = os.path.basename(os.path.dirname(os.path.abspath(where)))
+        name = parent or os.path.splitext(os.path.basename(where))[0]
+    model = d.get("model")
+    if not isinstance(model, dict) or model.get("type") != "Unigram":
+        raise UnsupportedTokenizerError(where, "model.type", model.get("type") if isinstance(model, dict) else None,
+                                        "this loader reads Unigram models")
+    known = {"type", "unk_id", "vocab", "byte_fallback"}
+    extra = sorted(set(model) - known)
+    if extra:
+        raise UnsupportedTokenizerError(where, f"model.{extra[0]}", model[extra[0]])
+    vocab = model.get("vocab")
+    if not isinstance(vocab, list) or not vocab:
+        raise TokenizerFileError(f"{where}: model.vocab must be a non-empty list of [piece, score]")
+    if len(vocab) >= 2**31 - 1:
+        raise TokenizerFileError(f"{where}: model.vocab has too many pieces")
+    pieces, scores = [], []
+    for k, e in enumerate(vocab):
+        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)
+                and isinstance(e[1], (int, float)) and not isinstance(e[1], bool)):
+            raise TokenizerFileError(f"{where}: model.vocab[{k}] must be [piece, score], got {shown(e)}")
+        s = float(e[1])
+        if not math.isfinite(s):
+            raise TokenizerFileError(f"{where}: model.vocab[{k}] has a score that is not finite")
+        pieces.append(e[0])
+        scores.append(s)
+    unk_id = model.get("unk_id")
+    if unk_id is not None:
+        unk_id = _count(unk_id, where, "model.unk_id", 0, len(pieces) - 1)
+    byte_fallback = model.get("byte_fallback", False)
+    if not isinstance(byte_fallback, bool):
+        raise TokenizerFileError(f"{where}: model.byte_fallback must be true or false")
+    # a piece listed twice resolves to its last id, as tokenizers' token -> id map does
+    vocab_str = {p: i for i, p in enumerate(pieces)}
+    added = read_added_tokens(d, vocab_str, config, where)
+    normalizer = _normalizer(d.get("normalizer"), where)
+    if normalizer and any(t.normalized for t in added):
+        t = next(t for t in added if t.normalized)
+        raise UnsupportedTokenizerError(where, "added_tokens[].normalized", True,
+                                        f"added token {t.content!r} is matched after the normalizer")
+    n_ids = max([len(pieces) - 1, *(t.id for t in added)]) + 1
+    if n_ids > len(pieces) + len(added) + 1024:
+        raise TokenizerFileError(f"{where}: added token ids leave too many ids unused")
+    id_to_token: list = list(pieces) + [None] * (n_ids - len(pieces))
+    for t in added:
+        id_to_token[t.id] = t.content
+    known_ids = {i for i, s in enumerate(id_to_token) if s is not None}
+    ws, meta = _pre_tokenizer(d.get("pre_tokenizer"), where)
+    dec = d.get("decoder")
+    return UnigramModel(
+        source=where + (f" + {os.fspath(config)}" if config is not None else ""), name=name, pieces=pieces,
+        scores=scores, unk_id=unk_id, byte_fallback=byte_fallback, normalizer=normalizer, whitespace_split=ws,
+        metaspace=meta, added=added, template=_post_processor(d.get("post_processor"), known_ids, where),
+        decoder=() if dec is None else _decoder(dec, where), decoder_null=dec is None, id_to_token=id_to_token)
