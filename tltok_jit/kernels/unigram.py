@@ -700,3 +700,50 @@ def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts
             status[r] = 2
         else:
             counts[r] = k
+
+
+def warm() -> None:
+    """Compile (or load) every kernel here once, with the argument types production passes: tables,
+    texts and row arrays read-only; outputs and work buffers writable; scalars int64 / float64."""
+    from numba.typed import List as TypedList
+
+    from ..unicode.bert import bert_tables
+    from ..unicode.graphemes import grapheme_tables
+    from .wordpiece import build_double_array
+
+    def ro(a):
+        a = np.ascontiguousarray(a).view()
+        a.flags.writeable = False
+        return a
+
+    bt = bert_tables()
+    g1, g2 = grapheme_tables()
+    keys = [(b"a", 1), (b"ab", 2), (b"\xe2\x96\x81", 3)]
+    kb = ro(np.frombuffer(b"".join(k for k, _ in keys), np.uint8))
+    koff = ro(np.cumsum([0] + [len(k) for k, _ in keys]).astype(np.int64))
+    base, check, value = build_double_array(kb, koff, ro(np.zeros(len(keys), np.int64)),
+                                            ro(np.array([v for _, v in keys], np.int64)), np.int64(1))
+    rep = b"x" + b"y"
+    kargs = (ro(base.astype(np.int64)), ro(check.astype(np.int64)), ro(value.astype(np.int64)),
+             ro(np.array([0.0, -1.0, -2.0, -3.0])), np.int64(0), np.float64(-13.0), np.int64(1),
+             ro(np.full(256, -1, np.int64)), ro(np.array([S_PRECOMPILED, S_LOWER, S_STRIP, S_REPLACE], np.int64)),
+             ro(np.array([0, 0, 3, 0], np.int64)), ro(np.zeros(0, np.uint32)), ro(np.zeros(1, np.uint8)),
+             bt.stage1, bt.stage2, bt.seq, bt.seq_off, g1, g2, ro(np.frombuffer(rep, np.uint8)),
+             ro(np.array([0, 1, 2], np.int64)), np.int64(1), np.int64(1), ro(np.frombuffer("\u2581".encode(), np.uint8)),
+             np.int64(P_ALWAYS), np.int64(1), ro(np.zeros(256, np.uint8)), ro(np.zeros(1, np.uint8)),
+             ro(np.zeros(1, np.int64)), ro(np.zeros(0, np.int64)))
+    data = ro(np.frombuffer("ab Ab\u00e9 \u4e2d".encode("utf-8"), np.uint8))
+    m = 256
+
+    def work():
+        return (np.empty(m, np.uint8), np.empty(m, np.uint8), np.empty(m, np.uint8), np.empty(m + 1, np.float64),
+                np.empty(m + 1, np.int64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64))
+
+    encode_one(data, np.empty(m, np.uint32), *work(), *kargs)
+    bufs = TypedList()
+    bufs.append(data)
+    n = 2
+    ro_ = ro(np.array([0, len(data) + 16, 2 * len(data) + 32], np.int64))
+    encode_rows(np.int64(0), np.int64(n), bufs, ro(np.zeros(n, np.int64)), ro(np.zeros(n, np.int64)),
+                ro(np.full(n, len(data), np.int64)), ro(np.ones(n, np.bool_)), ro_, np.empty(int(ro_[-1]), np.uint32),
+                np.empty(n, np.int64), np.empty(n, np.uint8), *work(), *kargs)

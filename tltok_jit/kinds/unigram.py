@@ -488,8 +488,26 @@ class UnigramTokenizer(Tokenizer):
         return self._decode_checked(self.check_ids(ids), skip_special_tokens)
 
     def unsettled_count(self, ids: Sequence[int]) -> int:
-        # a byte run, a Strip at a token's end or a Replace across tokens can change with what follows
-        return min(len(ids), 8)
+        """The trailing run of `<0xXX>` tokens (ByteFallback renders a run whole: one more byte can
+        turn it into U+FFFDs) with the dropped ids inside it, plus what a Replace pattern or a Strip
+        at the end can still reach."""
+        table = self.model.id_to_token
+        special = self._special_strings
+        k = 0
+        bytes_ = any(s[0] == "bytefallback" for s in self.model.decoder)
+        for i in reversed(ids):
+            tok = table[i]
+            if tok is None or tok in special or (bytes_ and _byte_of_token(tok) is not None):
+                k += 1
+                continue
+            break
+        extra = 0
+        for s in self.model.decoder:
+            if s[0] == "replace":
+                extra = max(extra, len(s[1]))
+            elif s[0] == "strip" and s[3] > 0:
+                extra = max(extra, s[3] + 1)
+        return min(len(ids), k + extra)
 
     def id_to_token(self, i: int) -> str | None:
         return self.model.id_to_token[i] if 0 <= i < self.vocab_size else None

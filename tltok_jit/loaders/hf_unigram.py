@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -63,6 +64,83 @@ class UnigramModel:
     @property
     def special_ids(self) -> frozenset[int]:
         return frozenset(t.id for t in self.added if t.special)
+
+
+_U64 = 2**64 - 1
+_I32 = 2**31 - 1
+_POW10 = [float(f"1e{k}") for k in range(309)]
+
+
+def serde_f64(text: str) -> float:
+    """The f64 `serde_json` (without its float_roundtrip feature, as `tokenizers` builds it) reads
+    from the JSON number `text`: the decimal digits that fit a u64, times or divided by one power of
+    ten. It can differ from the correctly rounded value by an ulp, and Viterbi ties follow it."""
+    i, n = 0, len(text)
+    positive = text[0] != "-"
+    if not positive:
+        i = 1
+    sig, exp = 0, 0
+
+    def overflows(d: int) -> bool:
+        return sig >= _U64 // 10 and (sig > _U64 // 10 or d > _U64 % 10)
+
+    if text[i] == "0":
+        i += 1
+    else:
+        while i < n and text[i].isdigit():
+            d = ord(text[i]) - 48
+            if overflows(d):
+                while i < n and text[i].isdigit():  # parse_long_integer: the rest only scales
+                    exp += 1
+                    i += 1
+                break
+            sig = sig * 10 + d
+            i += 1
+    if i < n and text[i] == ".":
+        i += 1
+        while i < n and text[i].isdigit():
+            d = ord(text[i]) - 48
+            if overflows(d):
+                while i < n and text[i].isdigit():  # parse_decimal_overflow: further digits ignored
+                    i += 1
+                break
+            sig = sig * 10 + d
+            exp -= 1
+            i += 1
+    if i < n and text[i] in "eE":
+        i += 1
+        pos_exp = True
+        if text[i] in "+-":
+            pos_exp = text[i] == "+"
+            i += 1
+        e = 0
+        while i < n and text[i].isdigit():
+            d = ord(text[i]) - 48
+            if e >= _I32 // 10 and (e > _I32 // 10 or d > _I32 % 10):
+                if sig != 0 and pos_exp:
+                    raise OverflowError(text)
+                return 0.0 if positive else -0.0
+            e = e * 10 + d
+            i += 1
+        exp = max(-2**31, min(_I32, exp + e if pos_exp else exp - e))
+    f = float(sig)
+    while True:
+        a = abs(exp)
+        if a < len(_POW10):
+            if exp >= 0:
+                f *= _POW10[a]
+                if math.isinf(f):
+                    raise OverflowError(text)
+            else:
+                f /= _POW10[a]
+            break
+        if f == 0.0:
+            break
+        if exp >= 0:
+            raise OverflowError(text)
+        f /= 1e308
+        exp += 308
+    return f if positive else -f
 
 
 def is_unigram_file(path) -> bool:
@@ -291,12 +369,21 @@ def read_unigram_json(path, config=None, *, name: str | None = None) -> UnigramM
         raise TokenizerFileError(f"{where}: model.vocab must be a non-empty list of [piece, score]")
     if len(vocab) >= 2**31 - 1:
         raise TokenizerFileError(f"{where}: model.vocab has too many pieces")
+    # the scores again, as tokenizers reads them (see serde_f64)
+    try:
+        with open(where, "rb") as f:
+            vocab = json.loads(f.read().decode("utf-8"), parse_float=serde_f64)["model"]["vocab"]
+    except OverflowError as e:
+        raise TokenizerFileError(f"{where}: model.vocab has a score out of range: {e}") from None
     pieces, scores = [], []
     for k, e in enumerate(vocab):
         if not (isinstance(e, list) and len(e) == 2 and isinstance(e[0], str)
                 and isinstance(e[1], (int, float)) and not isinstance(e[1], bool)):
             raise TokenizerFileError(f"{where}: model.vocab[{k}] must be [piece, score], got {shown(e)}")
-        s = float(e[1])
+        try:
+            s = float(e[1]) if isinstance(e[1], float) or abs(e[1]) < 2**63 else serde_f64(str(e[1]))
+        except OverflowError:
+            raise TokenizerFileError(f"{where}: model.vocab[{k}] has a score out of range") from None
         if not math.isfinite(s):
             raise TokenizerFileError(f"{where}: model.vocab[{k}] has a score that is not finite")
         pieces.append(e[0])
