@@ -65,6 +65,9 @@ def compile_all() -> None:
 
     wordpiece.warm()
     packing.warm()
+    from ..kernels import unigram
+
+    unigram.warm()
     _build_tables()
 
 
