@@ -125,7 +125,7 @@ def test_rank_file_users_never_load_the_tokenizer_json_pipeline():
 
 # what each lower layer may not import: a description never depends on what consumes it
 FRONT_ENDS = ("encoding", "columns", "streaming", "tokenizer", "kinds", "integrations", "udf", "ray", "padding",
-              "packing", "loader")
+              "packing", "loader", "training")
 LOWER_LAYERS = {
     # a loader builds a tokenizer.json file's decoder chain, never the runtime that encodes with it
     f"{ROOT}.loaders": FRONT_ENDS + ("hf.runtime", "hf.online_normalizer", "engine.kernel_pipeline", "compile",

@@ -70,6 +70,7 @@ __all__ = [
     "from_gpt2_files",
     "get_encoding",
     "list_encoding_names",
+    "train_bpe",
 ]
 from .kernels.jit import VERSION as __version__  # noqa: E402  (one place: the kernel cache is keyed by it)
 
@@ -156,6 +157,10 @@ def __getattr__(attr: str):
         from . import tokenizer
 
         return getattr(tokenizer, attr)
+    if attr == "train_bpe":
+        from .training import train_bpe
+
+        return train_bpe
     if attr in ("build_tokenizer", "list_tokenizer_kinds", "register_tokenizer"):
         from . import kinds
 
