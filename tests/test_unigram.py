@@ -35,7 +35,8 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 EDGE = [t for t in edge_case_strings() if not has_surrogates(t)][::3]
 # characters whose grapheme clusters the Precompiled normalizer treats whole
 POOL = ("e\u0301a\u0300\r\n\t  \u3000\uff21\ufb01\u00aa\u00b2\u1100\u1161\u11a8\U0001F1FA\U0001F1F8\u200d"
-        "\U0001F468\u0915\u094d\u0937\u0308\u0903\u0600x<u\u2581\u00a0")
+        "\U0001F468\u0915\u094d\u0937\u0308\u0903\u0600x<u\u2581\u00a0\u2460\u337f\uff76\uff9e\U00010781"
+        "\uff1cpad\uff1e")
 
 
 # ------------------------------------------------------------------ references
@@ -254,6 +255,12 @@ VARIANTS = {
                             {"type": "Strip", "strip_left": True, "strip_right": True}, {"type": "Lowercase"}]},
                         bytes=True),
     "ws_only": dict(pre={"type": "WhitespaceSplit"}, decoder=None),
+    "nfkc_always": dict(pre=_meta(), norm={"type": "NFKC"}),
+    "nfc_lower_first": dict(pre=_meta("first"), norm={"type": "Sequence", "normalizers": [
+        {"type": "NFC"}, {"type": "Lowercase"}]}, bytes=True),
+    "nfkc_ws_meta": dict(pre={"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, _meta("first")]},
+                         norm={"type": "Sequence", "normalizers": [
+                             {"type": "NFKC"}, {"type": "Strip", "strip_left": True, "strip_right": True}]}),
     "meta_underscore": dict(pre=_meta("always", rep="_"), norm={"type": "Replace", "pattern": {"String": "ab"},
                                                                 "content": "\u00e9\u00e9\u00e9"}),
 }
@@ -496,11 +503,18 @@ def _model_of(d, tmp_path_factory):
     return read_unigram_json(str(p))
 
 
-def test_added_tokens_in_text(trained):
-    ours, hf = _pair(trained("first_nosplit_bytes"))
-    for t in ["<pad>x", "a<pad>", "<pad><pad>", " <pad> b", "</s>", "x</s>y", "<unk>", "q<un", "<pad>\u00e9 a"]:
+@pytest.mark.parametrize("name", ["first_nosplit_bytes", "nfc_lower_first", "nfkc_ws_meta"])
+def test_added_tokens_in_text(trained, name):
+    ours, hf = _pair(trained(name))
+    texts = ["<pad>x", "a<pad>", "<pad><pad>", " <pad> b", "</s>", "x</s>y", "<unk>", "q<un", "<pad>\u00e9 a",
+             "\uff1cpad\uff1e", "<pad>\uff1cpad\uff1e <pad>", "e\u0301<pad>e\u0301", "\u2460 <pad>\u2460",
+             " \u2460x", "<pad> \u2460"]
+    for t in texts:
         assert ours.encode(t) == hf.encode(t, add_special_tokens=False).ids, t
         assert ours.encode(t, add_special_tokens=True) == hf.encode(t).ids, t
+    assert ours.encode_batch(texts) == _hf_ids(hf, texts)
+    col = ours.encode_arrow(pa.array(texts + [None]))
+    assert col.to_pylist() == _hf_ids(hf, texts) + [None]
 
 
 # ------------------------------------------------------------------ columns, decode, the contract
@@ -572,6 +586,8 @@ def _edited(path, tmp_path, edit) -> str:
 
 REFUSED = [
     ("normalizer.type", lambda d: d.update(normalizer={"type": "NFD"})),
+    ("normalizer.normalizers[1].type", lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [
+        {"type": "Lowercase"}, {"type": "NFKC"}]})),
     ("normalizer.normalizers[1].type", lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [
         {"type": "Lowercase"}, {"type": "StripAccents"}]})),
     ("normalizer.pattern", lambda d: d.update(normalizer={"type": "Replace", "pattern": {"Regex": " +"},

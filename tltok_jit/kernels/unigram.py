@@ -493,13 +493,14 @@ def _normalize(buf, lo, hi, wa, wb, steps, step_arg, units, repl, s1, s2, seq, s
 
 
 @njit
-def encode_text(buf, lo, hi, out, out_lo, wa, wb, wm, best, starts, nodes, ends, base, check, value, scores,
+def encode_text(buf, lo, hi, out, out_lo, first, wa, wb, wm, best, starts, nodes, ends, base, check, value, scores,
                 unk_id, unk_score, byte_fallback, byte_ids, steps, step_arg, units, repl, s1, s2, seq, seq_off, g1,
                 g2, rep_bytes, rep_off, ws_split, meta, meta_rep, scheme, msplit, add_first, add_bytes, add_off,
                 add_ids):
     """The ids of the valid UTF-8 text buf[lo:hi] written from out[out_lo]; returns their number, or
-    NEED_WORK (out or a work buffer is short: grow them) or ERR_NO_UNK. wa, wb, wm: uint8 work
-    buffers; best float64, starts / nodes / ends int64 work arrays (len(wm) + 1 each)."""
+    NEED_WORK (out or a work buffer is short: grow them) or ERR_NO_UNK. `first`: buf[lo] is the
+    text's offset 0 (Metaspace's First scheme). wa, wb, wm: uint8 work buffers; best float64,
+    starts / nodes / ends int64 work arrays (len(wm) + 1 each)."""
     n = out_lo
     n_add = add_ids.shape[0]
     rl = meta_rep.shape[0]
@@ -535,7 +536,7 @@ def encode_text(buf, lo, hi, out, out_lo, wa, wb, wm, best, starts, nodes, ends,
                                   g1, g2, rep_bytes, rep_off)
             if nl < 0:
                 return NEED_WORK
-            at_zero = seg == lo and lead
+            at_zero = seg == lo and lead and first != 0
             w = 0
             while w < nl:
                 # one word: up to the next whitespace with WhitespaceSplit, else the whole text
@@ -660,11 +661,11 @@ def _valid_utf8(buf, lo, hi):
 
 
 @njit(cache=True)
-def encode_one(buf, out, wa, wb, wm, best, starts, nodes, ends, base, check, value, scores, unk_id, unk_score,
+def encode_one(buf, out, first, wa, wb, wm, best, starts, nodes, ends, base, check, value, scores, unk_id, unk_score,
                byte_fallback, byte_ids, steps, step_arg, units, repl, s1, s2, seq, seq_off, g1, g2, rep_bytes, rep_off,
                ws_split, meta, meta_rep, scheme, msplit, add_first, add_bytes, add_off, add_ids):
     """`encode_text` of the whole of `buf` into out[0:]."""
-    return encode_text(buf, 0, buf.shape[0], out, 0, wa, wb, wm, best, starts, nodes, ends, base, check, value,
+    return encode_text(buf, 0, buf.shape[0], out, 0, first, wa, wb, wm, best, starts, nodes, ends, base, check, value,
                        scores, unk_id, unk_score, byte_fallback, byte_ids, steps, step_arg, units, repl, s1, s2, seq,
                        seq_off, g1, g2, rep_bytes, rep_off, ws_split, meta, meta_rep, scheme, msplit, add_first,
                        add_bytes, add_off, add_ids)
@@ -690,7 +691,7 @@ def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts
         if not _valid_utf8(data, s, e):
             status[r] = 1
             continue
-        k = encode_text(data, s, e, out[:ro[r + 1]], ro[r], wa, wb, wm, best, starts, nodes, ends, base, check,
+        k = encode_text(data, s, e, out[:ro[r + 1]], ro[r], 1, wa, wb, wm, best, starts, nodes, ends, base, check,
                         value, scores, unk_id, unk_score, byte_fallback, byte_ids, steps, step_arg, units, repl, s1,
                         s2, seq, seq_off, g1, g2, rep_bytes, rep_off, ws_split, meta, meta_rep, scheme, msplit,
                         add_first, add_bytes, add_off, add_ids)
@@ -739,7 +740,7 @@ def warm() -> None:
         return (np.empty(m, np.uint8), np.empty(m, np.uint8), np.empty(m, np.uint8), np.empty(m + 1, np.float64),
                 np.empty(m + 1, np.int64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64))
 
-    encode_one(data, np.empty(m, np.uint32), *work(), *kargs)
+    encode_one(data, np.empty(m, np.uint32), np.int64(1), *work(), *kargs)
     bufs = TypedList()
     bufs.append(data)
     n = 2

@@ -9,9 +9,12 @@ batches and Arrow columns run rows in parallel with the same ids for any thread 
 
 from __future__ import annotations
 
+import re
 import struct
 import threading
+import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -19,6 +22,7 @@ from ..errors import TokenizerError, TokenizerFileError, UnsupportedTokenizerErr
 from ..kernels import unigram as K
 from ..kernels.wordpiece import build_double_array, compact
 from ..loaders.hf_unigram import UnigramModel, read_unigram_json
+from ..model.pipeline.normalizers import NFC_POST9_RANGES
 from ..tokenizer import Tokenizer
 from ..unicode.bert import bert_tables
 from ..unicode.graphemes import grapheme_tables
@@ -32,6 +36,37 @@ K_UNK_PENALTY = 10.0
 
 class UnknownCharacterError(TokenizerError, ValueError):
     """The text has a character no piece covers and the model has no unk_id (tokenizers raises too)."""
+
+
+# Characters `tokenizers`' NFKC leaves alone (its tables predate their compatibility decompositions),
+# measured against NFKC of unicodedata 14.0 on every code point; with NFC_POST9_RANGES they are
+# the characters it does not know, each a barrier nothing composes across.
+_NFKC_POST9 = ((0x32FF, 0x32FF), (0xA7F2, 0xA7F4), (0xAB69, 0xAB69), (0x10781, 0x10785), (0x10787, 0x107B0),
+               (0x107B2, 0x107BA), (0x1F16C, 0x1F16C), (0x1FBF0, 0x1FBF9))
+
+
+@lru_cache(maxsize=2)
+def _barrier(form: str) -> re.Pattern:
+    ranges = sorted(set(NFC_POST9_RANGES) | (set(_NFKC_POST9) if form == "NFKC" else set()))
+    return re.compile("[" + "".join(f"\\U{a:08x}" + (f"-\\U{b:08x}" if b != a else "") for a, b in ranges) + "]")
+
+
+def hf_normalize(form: str, text: str) -> str:
+    """NFC / NFKC as `tokenizers`' normalizers compute them (their Unicode tables are older than
+    Python's: the characters they do not know are left as they are, and nothing composes across
+    them; checked on random strings of marks, compatibility characters and those characters)."""
+    if text.isascii():
+        return text
+    bar = _barrier(form)
+    if bar.search(text) is None:
+        return unicodedata.normalize(form, text)
+    parts = bar.split(text)
+    seps = bar.findall(text)
+    out = [unicodedata.normalize(form, parts[0])]
+    for sep, part in zip(seps, parts[1:]):
+        out.append(sep)
+        out.append(unicodedata.normalize(form, part))
+    return "".join(out)
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -239,8 +274,11 @@ class UnigramTokenizer(Tokenizer):
         if n_pre > 1:
             raise UnsupportedTokenizerError(where, "normalizer.normalizers", "Precompiled",
                                             "one Precompiled step at most")
+        self._form = None
         for s in model.normalizer:
-            if s[0] == "precompiled":
+            if s[0] in ("nfc", "nfkc"):  # first, in Python (hf_normalize): the kernels run the rest
+                self._form = s[0].upper()
+            elif s[0] == "precompiled":
                 units, repl = _charsmap(s[1], where)
                 steps.append(K.S_PRECOMPILED)
                 args.append(0)
@@ -270,6 +308,8 @@ class UnigramTokenizer(Tokenizer):
         # how much one input byte can grow through the normalizer and Metaspace
         grow = 1
         for s in model.normalizer:
+            if s[0] in ("nfc", "nfkc"):
+                continue
             if s[0] == "precompiled":
                 grow *= max(4, max((len(x) for x in bytes(repl).split(b"\0")), default=1))
             elif s[0] == "lowercase":
@@ -287,6 +327,13 @@ class UnigramTokenizer(Tokenizer):
             self._suffix_ids = tuple(i for p in tpl.single[k + 1:] for i in p[1])
         self._special_strings = frozenset(t.content for t in model.added if t.special)
         self._vocab = None
+        # the same tables without added tokens, for text already split at them (NFC / NFKC path)
+        self._kargs_plain = self._kargs[:-4] + _added([])
+        self._added_re = None
+        if model.added:
+            alts = sorted({t.content for t in model.added}, key=len, reverse=True)  # leftmost, then longest
+            self._added_re = re.compile("|".join(re.escape(a) for a in alts))
+            self._added_ids = {t.content: t.id for t in model.added}
 
     @classmethod
     def from_file(cls, path, config=None, *, name: str | None = None) -> "UnigramTokenizer":
@@ -320,14 +367,15 @@ class UnigramTokenizer(Tokenizer):
             w = loc.work = self._work(max(n, 4096))
         return w
 
-    def _encode_bytes(self, buf: np.ndarray) -> np.ndarray:
+    def _encode_bytes(self, buf: np.ndarray, first: bool = True, kargs=None) -> np.ndarray:
         n = len(buf)
         work = self._scratch(n)
         cap = self._grow * (n + 64) + 64
         buf = _ro(buf)
+        kargs = self._kargs if kargs is None else kargs
         while True:
             out = np.empty(cap, np.uint32)
-            k = K.encode_one(buf, out, *work, *self._kargs)
+            k = K.encode_one(buf, out, np.int64(first), *work, *kargs)
             if k >= 0:
                 return out[:k]
             if k == K.ERR_NO_UNK:
@@ -336,9 +384,46 @@ class UnigramTokenizer(Tokenizer):
             cap *= 2
             work = self._local.work = self._grown(work)
 
+    def _segments(self, text: str) -> list:
+        """text split at the added tokens: str segments and int ids."""
+        if self._added_re is None:
+            return [text]
+        out: list = []
+        pos = 0
+        for m in self._added_re.finditer(text):
+            if m.start() > pos:
+                out.append(text[pos:m.start()])
+            out.append(self._added_ids[m.group()])
+            pos = m.end()
+        if pos < len(text):
+            out.append(text[pos:])
+        return out
+
+    def _needs_form(self, text: str) -> bool:
+        """Whether NFC / NFKC changes a segment of `text` (then the Python path runs it)."""
+        if self._form is None or text.isascii():
+            return False
+        return any(isinstance(s, str) and hf_normalize(self._form, s) != s for s in self._segments(text))
+
+    def _encode_str(self, text: str) -> np.ndarray:
+        if not self._needs_form(text):
+            return self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8))
+        parts = []
+        pos = 0
+        for seg in self._segments(text):
+            if isinstance(seg, int):
+                parts.append(np.array([seg], np.uint32))
+                pos += 1
+                continue
+            norm = hf_normalize(self._form, seg)
+            parts.append(self._encode_bytes(np.frombuffer(norm.encode("utf-8"), np.uint8), pos == 0,
+                                            self._kargs_plain))
+            pos += 1
+        return np.concatenate(parts).astype(np.uint32) if parts else np.zeros(0, np.uint32)
+
     def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
         """`encode` as a uint32 array."""
-        ids = self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8))
+        ids = self._encode_str(text)
         if add_special_tokens and (self._prefix_ids or self._suffix_ids):
             ids = np.concatenate([np.array(self._prefix_ids, np.uint32), ids, np.array(self._suffix_ids, np.uint32)])
         return ids
@@ -351,7 +436,7 @@ class UnigramTokenizer(Tokenizer):
         return self.encode_to_numpy(text, add_special_tokens=add_special_tokens).tolist()
 
     def count(self, text: str) -> int:
-        return len(self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8)))
+        return len(self._encode_str(text))
 
     def _run_rows(self, bufs, rbuf, rstart, rlen, valid, threads: int):
         n = len(rlen)
@@ -383,8 +468,7 @@ class UnigramTokenizer(Tokenizer):
         redo = np.flatnonzero(status).tolist()
         if not redo:
             return ids, off
-        fixed = {r: self._encode_bytes(np.frombuffer(row_text(r, int(status[r])).encode("utf-8"), np.uint8))
-                 for r in redo}
+        fixed = {r: self._encode_str(row_text(r, int(status[r]))) for r in redo}
         return _splice(ids, off, fixed)
 
     def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int | None = None
@@ -405,8 +489,14 @@ class UnigramTokenizer(Tokenizer):
         data = _ro(np.frombuffer(b"".join(enc) or b"\0", np.uint8))
         bufs = TypedList()
         bufs.append(data)
-        ids, off, status = self._run_rows(bufs, np.zeros(n, np.int64), start, lens, np.ones(n, bool),
-                                          _threads(num_threads))
+        valid = np.ones(n, bool)
+        form = None
+        if self._form is not None:
+            form = np.fromiter((self._needs_form(t) for t in texts), bool, count=n)
+            valid &= ~form
+        ids, off, status = self._run_rows(bufs, np.zeros(n, np.int64), start, lens, valid, _threads(num_threads))
+        if form is not None:
+            status[form] = 4
         return self._fix_rows(ids, off, status, lambda r, s: texts[r])
 
     def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False,
@@ -427,7 +517,29 @@ class UnigramTokenizer(Tokenizer):
         if col.n == 0:
             return (np.zeros(0, np.int64), col.valid) if counting else (np.zeros(0, np.uint32),
                                                                         np.zeros(1, np.int64), col.valid)
-        ids, off, status = self._run_rows(col.typed_bufs(), col.rbuf, col.rstart, col.rlen, col.valid, threads)
+        bufs = col.typed_bufs()
+        valid = col.valid
+        form = None
+        if self._form is not None:
+            # rows with a non-ASCII byte whose text NFC / NFKC changes take the Python path
+            wide = np.zeros(col.n, bool)
+            for b in range(len(bufs)):
+                hi = np.zeros(len(bufs[b]) + 1, np.int64)
+                np.cumsum(np.asarray(bufs[b]) >= 0x80, out=hi[1:])
+                rows = np.flatnonzero(np.asarray(col.rbuf) == b)
+                st = np.asarray(col.rstart)[rows]
+                wide[rows] = hi[st + np.asarray(col.rlen)[rows]] > hi[st]
+            form = np.zeros(col.n, bool)
+            for r in np.flatnonzero(wide & np.asarray(col.valid)).tolist():
+                data = col.row_bytes(r)
+                try:
+                    form[r] = self._needs_form(data.decode("utf-8"))
+                except UnicodeDecodeError:
+                    pass  # status 1: replaced or refused below, then encoded whole
+            valid = np.asarray(col.valid) & ~form
+        ids, off, status = self._run_rows(bufs, col.rbuf, col.rstart, col.rlen, valid, threads)
+        if form is not None:
+            status[form] = 4
 
         def text(r: int, s: int) -> str:
             data = col.row_bytes(r)

@@ -3,8 +3,8 @@
 Supported subset (anything else is refused with `UnsupportedTokenizerError` naming the JSON field):
 
 * model: `Unigram` with `vocab` ([[piece, score], ...]), `unk_id` (an index or null), `byte_fallback`.
-* normalizer: null, `Precompiled` (a sentencepiece charsmap), `Lowercase`, `Strip`, `Replace` (a
-  String pattern), or a `Sequence` of them.
+* normalizer: null, `Precompiled` (a sentencepiece charsmap), `NFC`, `NFKC`, `Lowercase`, `Strip`,
+  `Replace` (a String pattern), or a flat `Sequence` of them with NFC / NFKC only first.
 * pre_tokenizer: null, `Metaspace` (`replacement`, `prepend_scheme` always / first / never, `split`),
   `WhitespaceSplit`, or a `Sequence` [WhitespaceSplit, Metaspace] (either alone in a Sequence too).
 * post_processor: null or `TemplateProcessing` (single and pair templates, type ids).
@@ -186,6 +186,8 @@ def _norm_step(obj, where: str, fieldname: str) -> tuple:
         except (binascii.Error, ValueError):
             raise TokenizerFileError(f"{where}: {fieldname}.precompiled_charsmap is not base64") from None
         return ("precompiled", data)
+    if t in ("NFC", "NFKC"):
+        return (t.lower(),)
     if t == "Lowercase":
         return ("lowercase",)
     if t == "Strip":
@@ -195,25 +197,27 @@ def _norm_step(obj, where: str, fieldname: str) -> tuple:
         return ("strip", left, right)
     if t == "Replace":
         return ("replace", _str_pattern(obj, where, fieldname), obj["content"])
-    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "Unigram files: Precompiled, Lowercase, Strip, "
-                                    "Replace (String pattern), a Sequence of them, or null")
+    raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "Unigram files: Precompiled, NFC, NFKC, Lowercase, "
+                                    "Strip, Replace (String pattern), a Sequence of them, or null")
 
 
 def _normalizer(obj, where: str) -> tuple:
+    """The steps in order; NFC / NFKC only as the first one (it runs before the kernels)."""
     if obj is None:
         return ()
-    if _type(obj) == "Sequence":
-        steps = obj.get("normalizers")
-        if not isinstance(steps, list):
-            raise TokenizerFileError(f"{where}: normalizer.normalizers must be a list")
-        out = []
-        for k, s in enumerate(steps):
-            if _type(s) == "Sequence":
-                out.extend(_normalizer(s, where))
-            else:
-                out.append(_norm_step(s, where, f"normalizer.normalizers[{k}]"))
-        return tuple(out)
-    return (_norm_step(obj, where, "normalizer"),)
+    if _type(obj) != "Sequence":
+        return (_norm_step(obj, where, "normalizer"),)
+    steps = obj.get("normalizers")
+    if not isinstance(steps, list):
+        raise TokenizerFileError(f"{where}: normalizer.normalizers must be a list")
+    out = []
+    for k, s in enumerate(steps):
+        f = f"normalizer.normalizers[{k}]"
+        step = _norm_step(s, where, f)
+        if step[0] in ("nfc", "nfkc") and out:
+            raise UnsupportedTokenizerError(where, f"{f}.type", _type(s), "NFC / NFKC only as the first step")
+        out.append(step)
+    return tuple(out)
 
 
 def _metaspace(obj: dict, where: str, fieldname: str) -> tuple:
