@@ -557,6 +557,24 @@ def test_padded_batch(botchan):
     assert got.attention_mask.tolist() == [e.attention_mask for e in enc]
 
 
+@pytest.mark.parametrize("add", [True, False])
+def test_pairs_and_type_ids(trained, test_lines, add):
+    ours, hf = _pair(trained("nfc_lower_first"))
+    a, b = test_lines[:60], test_lines[300:360]
+    for x, y in zip(a[:20], b[:20]):
+        e = hf.encode(x, y, add_special_tokens=add)
+        assert ours.encode_pair(x, y, add_special_tokens=add) == (e.ids, e.type_ids)
+    hf.enable_padding(pad_id=1, pad_type_id=0)
+    for pairs in (None, b):
+        enc = hf.encode_batch(a if pairs is None else list(zip(a, pairs)), add_special_tokens=add)
+        got = ours.encode_batch_padded(a, pairs, add_special_tokens=add, pad_id=1)
+        assert got.input_ids.tolist() == [e.ids for e in enc]
+        assert got.attention_mask.tolist() == [e.attention_mask for e in enc]
+        if pairs is not None or add:
+            assert got.token_type_ids.tolist() == [e.type_ids for e in enc]
+    hf.no_padding()
+
+
 def test_pickle(botchan):
     ours = tltok_jit.from_file(botchan)
     again = pickle.loads(pickle.dumps(ours))

@@ -632,5 +632,89 @@ class UnigramTokenizer(Tokenizer):
             self._vocab = {p: i for i, p in enumerate(self.model.pieces)}
         return self._vocab.get(token)
 
+    # ------------------------------------------------------------------ templates and fixed-shape batches
+    def _template_rows(self, a: list, b: list | None, add: bool) -> tuple[list, list]:
+        """(ids, type ids) of one sequence or pair through the post-processor's template (HF's
+        `encode(a, b, add_special_tokens=add)`): without it, or without add, a then b with type
+        ids 0 and 1."""
+        tpl = self.model.template
+        if not add or tpl is None:
+            return a + (b or []), [0] * len(a) + [1] * len(b or [])
+        ids: list = []
+        types: list = []
+        for kind, piece, t in (tpl.single if b is None else tpl.pair):
+            part = list(piece) if kind == "ids" else (a if kind == "A" else b)
+            ids += part
+            types += [t] * len(part)
+        return ids, types
+
+    def encode_pair(self, text: str, pair: str | None = None, *, add_special_tokens: bool = True
+                    ) -> tuple[list[int], list[int]]:
+        """(ids, type ids) of `text` (and `pair`) as tokenizers' `encode(text, pair, add_special_tokens)`
+        gives them (no truncation, no padding)."""
+        a = self.encode(text)
+        b = None if pair is None else self.encode(pair)
+        return self._template_rows(a, b, add_special_tokens)
+
+    def encode_batch_padded(self, texts, pairs=None, *, add_special_tokens: bool = False, **kwargs):
+        """A `tltok_jit.padding.PaddedBatch` of single texts or (with `pairs`, or a list of (a, b)
+        tuples) text pairs, with the template's ids and type ids when add_special_tokens. The options
+        are the contract's; truncation and overflow windows are for single texts without the template."""
+        if pairs is None and isinstance(texts, (list, tuple)) and texts and all(
+                isinstance(t, tuple) and len(t) == 2 for t in texts):  # [(a, b), ...], as HF's encode_batch
+            texts, pairs = [a for a, _ in texts], [b for _, b in texts]
+        if pairs is None and not (add_special_tokens and self.model.template is not None):
+            return super().encode_batch_padded(texts, **kwargs)
+        from ..errors import PaddingError
+        from ..padding import pad_rows
+
+        if kwargs.get("truncation") or kwargs.get("return_overflowing_tokens"):
+            raise PaddingError("truncation of pairs or with the template is not supported by the Unigram kind",
+                               "truncation")
+        first = self._texts(texts, "texts")
+        second = None if pairs is None else self._texts(pairs, "pairs")
+        if second is not None and len(second) != len(first):
+            raise PaddingError(f"pairs has {len(second)} rows, texts {len(first)}", "pairs")
+        threads = kwargs.get("num_threads")
+        ids_a, off_a = self.encode_batch_to_numpy(first, num_threads=threads)
+        if second is not None:
+            ids_b, off_b = self.encode_batch_to_numpy(second, num_threads=threads)
+        rows_ids, rows_types = [], []
+        for r in range(len(first)):
+            a = ids_a[off_a[r]:off_a[r + 1]].tolist()
+            b = None if second is None else ids_b[off_b[r]:off_b[r + 1]].tolist()
+            i, t = self._template_rows(a, b, add_special_tokens)
+            rows_ids.append(i)
+            rows_types.append(t)
+        off = np.zeros(len(rows_ids) + 1, np.int64)
+        np.cumsum([len(x) for x in rows_ids], out=off[1:])
+        flat = np.array([i for x in rows_ids for i in x], np.uint32)
+        flat_t = np.array([i for x in rows_types for i in x], np.uint32)
+        pad_type_id = kwargs.pop("pad_type_id", 0)
+        batch = pad_rows(flat, off, n_vocab=self.vocab_size, **kwargs)
+        opts = dict(kwargs)
+        opts["pad_id"] = pad_type_id
+        types = pad_rows(flat_t, off, n_vocab=max(int(flat_t.max()) + 1 if len(flat_t) else 1, pad_type_id + 1),
+                         **opts)
+        import dataclasses
+
+        return dataclasses.replace(batch, token_type_ids=np.array(types.input_ids, copy=True))
+
+    @staticmethod
+    def _texts(texts, arg: str) -> list[str]:
+        from ..errors import PaddingError
+
+        if isinstance(texts, str):
+            raise TypeError(f"{arg} must be a batch of texts, not one str")
+        if hasattr(texts, "to_pylist"):
+            texts = texts.to_pylist()
+        elif hasattr(texts, "tolist"):
+            texts = texts.tolist()
+        out = list(texts)
+        for r, t in enumerate(out):
+            if not isinstance(t, str):
+                raise PaddingError(f"{arg}[{r}] is {t!r}: every row must be a str", arg, r)
+        return out
+
     def __repr__(self) -> str:
         return f"<UnigramTokenizer {self.name!r} vocab_size={self.vocab_size}>"
