@@ -412,7 +412,8 @@ def test_botchan_variants(shared_path, tmp_path):
     pre_ = {"type": "Precompiled", "precompiled_charsmap": blob}
     rng = random.Random(11)
     texts = ["".join(rng.choice(POOL + "AbC  ") for _ in range(rng.randint(0, 16))) for _ in range(800)] + EDGE[::4]
-    texts += ["<unk>a</s>", "</s></s>", "  </s>  x", "<s>", " ab  ab ", "\u2581\u2581x"]
+    texts += ["<unk>a</s>", "</s></s>", "  </s>  x", "<s>", " ab  ab ", "\u2581\u2581x", "hhello", "h hello", "hh",
+              "<s>hello", " hello", "\thello h"]
     for k, (pre, norm) in enumerate([
             (_meta("first"), {"type": "Sequence", "normalizers": [pre_, {"type": "Lowercase"}]}),
             (_meta("never", split=False), {"type": "Sequence", "normalizers": [
@@ -421,6 +422,11 @@ def test_botchan_variants(shared_path, tmp_path):
             (_meta("always"), {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, pre_]}),
             ({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, _meta("first")]},
              {"type": "Sequence", "normalizers": [{"type": "Strip", "strip_left": True, "strip_right": False}, pre_]}),
+            (_meta("first"), {"type": "Sequence", "normalizers": [
+                {"type": "Replace", "pattern": {"String": "h"}, "content": ""}, pre_]}),
+            ({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, _meta("first")]},
+             {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "h"}, "content": ""},
+                                                  {"type": "Lowercase"}]}),
             (None, pre_)]):
         p = tmp_path / f"v{k}.json"
         p.write_text(spm_converted(model, pre=pre, norm=norm, byte_fallback=k % 2 == 1), encoding="utf-8")
@@ -614,6 +620,8 @@ REFUSED = [
     ("pre_tokenizer.pretokenizers[1].type", lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
         _meta(), {"type": "WhitespaceSplit"}]})),
     ("pre_tokenizer.prepend_scheme", lambda d: d.update(pre_tokenizer=_meta("sometimes"))),
+    ("normalizer.strip_left", lambda d: d.update(normalizer={"type": "Strip"})),
+    ("pre_tokenizer.replacement", lambda d: d.update(pre_tokenizer={"type": "Metaspace"})),
     ("post_processor.type", lambda d: d.update(post_processor={"type": "RobertaProcessing"})),
     ("decoder.type", lambda d: d.update(decoder={"type": "WordPiece"})),
     ("decoder.decoders[0].type", lambda d: d.update(decoder={"type": "Sequence", "decoders": [{"type": "CTC"}]})),

@@ -226,10 +226,27 @@ def precompiled(src, n, dst, units, repl, g1, g2):
     k = 0
     lead = True
     while p < n:
-        g = grapheme_end(src, p, n, g1, g2)
+        b = src[p]
+        if b < 0x80 and b != 13 and (p + 1 >= n or src[p + 1] < 0x80):
+            g = p + 1  # no ASCII character but CR joins a following ASCII one (GB3)
+        else:
+            g = grapheme_end(src, p, n, g1, g2)
         k0 = k
         done = False
-        if g - p < 6:
+        if g - p == _clen(b):  # one character: the cluster lookup is the character's
+            v = _darts_first(units, src, p, g)
+            if v >= 0:
+                k = _put_repl(dst, k, repl, v)
+                if k < 0:
+                    return -1, lead
+            else:
+                if k + (g - p) > dst.shape[0]:
+                    return -1, lead
+                for j in range(g - p):
+                    dst[k + j] = src[p + j]
+                k += g - p
+            done = True
+        elif g - p < 6:
             v = _darts_first(units, src, p, g)
             if v >= 0:
                 k = _put_repl(dst, k, repl, v)

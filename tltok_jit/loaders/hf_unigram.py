@@ -191,7 +191,7 @@ def _norm_step(obj, where: str, fieldname: str) -> tuple:
     if t == "Lowercase":
         return ("lowercase",)
     if t == "Strip":
-        left, right = obj.get("strip_left", True), obj.get("strip_right", True)
+        left, right = obj.get("strip_left"), obj.get("strip_right")  # required, as tokenizers reads them
         if not isinstance(left, bool) or not isinstance(right, bool):
             raise TokenizerFileError(f"{where}: {fieldname}.strip_left / strip_right must be true or false")
         return ("strip", left, right)
@@ -221,7 +221,7 @@ def _normalizer(obj, where: str) -> tuple:
 
 
 def _metaspace(obj: dict, where: str, fieldname: str) -> tuple:
-    rep = obj.get("replacement", "\u2581")
+    rep = obj.get("replacement")
     if not isinstance(rep, str) or len(rep) != 1:
         raise TokenizerFileError(f"{where}: {fieldname}.replacement must be one character, got {shown(rep)}")
     scheme = obj.get("prepend_scheme", "always")
@@ -328,8 +328,8 @@ def _decoder_step(obj, where: str, fieldname: str) -> tuple:
         content = obj.get("content")
         if not isinstance(content, str) or len(content) != 1:
             raise TokenizerFileError(f"{where}: {fieldname}.content must be one character, got {shown(content)}")
-        return ("strip", content, _count(obj.get("start", 0), where, f"{fieldname}.start", 0, 2**32),
-                _count(obj.get("stop", 0), where, f"{fieldname}.stop", 0, 2**32))
+        return ("strip", content, _count(obj.get("start"), where, f"{fieldname}.start", 0, 2**32),
+                _count(obj.get("stop"), where, f"{fieldname}.stop", 0, 2**32))
     if t == "Replace":
         return ("replace", _str_pattern(obj, where, fieldname), obj["content"])
     raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "Unigram files: Metaspace, ByteFallback, Fuse, "
