@@ -438,6 +438,45 @@ def test_botchan_variants(shared_path, tmp_path):
         assert first_difference(ours.encode_batch(texts), _hf_ids(hf, texts), texts) is None, k
 
 
+def test_xlmr_style(shared_path, tmp_path):
+    """XLM-R's layout: Precompiled + Replace(Regex " {2,}" -> " "), Metaspace alone, <s> $A </s> (pairs
+    with </s> </s>), and <mask> added after the vocabulary with lstrip (and here an rstrip token)."""
+    model = str(shared_path(BOTCHAN))
+    blob = base64.b64encode(read_sentencepiece_model(model).normalizer.precompiled_charsmap).decode()
+    d = json.loads(spm_converted(model, pre={"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True},
+                                 norm={"type": "Sequence", "normalizers": [
+                                     {"type": "Precompiled", "precompiled_charsmap": blob},
+                                     {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]}))
+    n = len(d["model"]["vocab"])
+    d["added_tokens"] += [
+        {"id": n, "content": "<mask>", "single_word": False, "lstrip": True, "rstrip": False, "normalized": False,
+         "special": True},
+        {"id": n + 1, "content": "[R]", "single_word": False, "lstrip": False, "rstrip": True, "normalized": False,
+         "special": False}]
+    d["post_processor"] = {
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                   {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "</s>", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}},
+                 {"Sequence": {"id": "B", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]},
+                           "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}}
+    p = tmp_path / "xlmr.json"
+    p.write_text(json.dumps(d), encoding="utf-8")
+    ours, hf = _pair(str(p))
+    rng = random.Random(13)
+    texts = ["The capital of France is <mask>.", "a  <mask>  b", "<mask>", " <mask>", "\u3000\t<mask>x", "x<mask>",
+             "a [R]  b", "[R]", "[R]\u3000\n y", "a    b     c", "  lead", "trail   ", "<mask>[R] <mask>  [R]  "]
+    texts += ["".join(rng.choice(POOL + "   <mask>[R]") for _ in range(rng.randint(0, 20))) for _ in range(1500)]
+    texts += EDGE[::3]
+    assert first_difference(ours.encode_batch(texts), _hf_ids(hf, texts), texts) is None
+    for t in texts[:40]:
+        e = hf.encode(t, t[::-1])
+        assert ours.encode_pair(t, t[::-1]) == (e.ids, e.type_ids)
+        assert ours.decode(e.ids) == hf.decode(e.ids)
+
+
 # ------------------------------------------------------------------ hand-made vocabularies
 
 def _hand(tmp_path, vocab, unk_id=0, byte_fallback=False, pre=None, added=()):
@@ -614,7 +653,7 @@ REFUSED = [
         {"type": "Lowercase"}, {"type": "NFKC"}]})),
     ("normalizer.normalizers[1].type", lambda d: d.update(normalizer={"type": "Sequence", "normalizers": [
         {"type": "Lowercase"}, {"type": "StripAccents"}]})),
-    ("normalizer.pattern", lambda d: d.update(normalizer={"type": "Replace", "pattern": {"Regex": " +"},
+    ("normalizer.pattern", lambda d: d.update(normalizer={"type": "Replace", "pattern": {"Regex": " +|x"},
                                                           "content": " "})),
     ("pre_tokenizer.type", lambda d: d.update(pre_tokenizer={"type": "ByteLevel"})),
     ("pre_tokenizer.pretokenizers[1].type", lambda d: d.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
@@ -625,7 +664,7 @@ REFUSED = [
     ("post_processor.type", lambda d: d.update(post_processor={"type": "RobertaProcessing"})),
     ("decoder.type", lambda d: d.update(decoder={"type": "WordPiece"})),
     ("decoder.decoders[0].type", lambda d: d.update(decoder={"type": "Sequence", "decoders": [{"type": "CTC"}]})),
-    ("added_tokens[0].lstrip", lambda d: d["added_tokens"][0].update(lstrip=True)),
+    ("added_tokens[0].single_word", lambda d: d["added_tokens"][0].update(single_word=True)),
     ("model.unk_id", lambda d: d["model"].update(unk_id=10**6)),
     ("model.vocab[3]", lambda d: d["model"]["vocab"].__setitem__(3, ["x"])),
     ("model.dropout", lambda d: d["model"].update(dropout=0.1)),

@@ -29,6 +29,7 @@ S_PRECOMPILED = 0
 S_LOWER = 1
 S_STRIP = 2
 S_REPLACE = 3
+S_RUNS = 4       # Replace with a Regex run of one character: step_arg = pair index | (least run << 20)
 
 # Metaspace prepend schemes
 P_ALWAYS = 0
@@ -373,6 +374,46 @@ def replace(src, n, dst, pat, plo, phi, con, clo, chi):
     return k, lead
 
 
+@njit
+def replace_runs(src, n, dst, pat, plo, phi, least, con, clo, chi):
+    """Every run of at least `least` copies of the character pat[plo:phi] in src[:n] replaced by
+    con[clo:chi] (the regex `c{least,}`, greedy, left to right), into dst; the length and whether
+    the first character was kept."""
+    m = phi - plo
+    k = 0
+    i = 0
+    lead = True
+    while i < n:
+        r = i
+        while r + m <= n:
+            same = True
+            for j in range(m):
+                if src[r + j] != pat[plo + j]:
+                    same = False
+                    break
+            if not same:
+                break
+            r += m
+        if r > i and (r - i) // m >= least:
+            if i == 0 and chi == clo:
+                lead = False
+            if k + (chi - clo) > dst.shape[0]:
+                return -1, lead
+            for j in range(chi - clo):
+                dst[k + j] = con[clo + j]
+            k += chi - clo
+            i = r
+        else:
+            stop = r if r > i else i + _clen(src[i])
+            if k + (stop - i) > dst.shape[0]:
+                return -1, lead
+            for j in range(stop - i):
+                dst[k + j] = src[i + j]
+            k += stop - i
+            i = stop
+    return k, lead
+
+
 # ------------------------------------------------------------------ the model
 @njit(inline="always")
 def _lookup(base, check, value, buf, lo, hi):
@@ -497,9 +538,13 @@ def _normalize(buf, lo, hi, wa, wb, steps, step_arg, units, repl, s1, s2, seq, s
             m = lowercase(wa, n, wb, s1, s2, seq, seq_off)
         elif kind == S_STRIP:
             m, ld = strip(wa, n, wb, (a & 1) != 0, (a & 2) != 0, s1, s2)
-        else:
+        elif kind == S_REPLACE:
             m, ld = replace(wa, n, wb, rep_bytes, rep_off[2 * a], rep_off[2 * a + 1], rep_bytes,
                             rep_off[2 * a + 1], rep_off[2 * a + 2])
+        else:
+            q = a & ((1 << 20) - 1)
+            m, ld = replace_runs(wa, n, wb, rep_bytes, rep_off[2 * q], rep_off[2 * q + 1], a >> 20, rep_bytes,
+                                 rep_off[2 * q + 1], rep_off[2 * q + 2])
         if m < 0:
             return -1, True
         lead = lead and ld
@@ -521,11 +566,12 @@ def encode_text(buf, lo, hi, out, out_lo, first, wa, wb, wm, best, starts, nodes
     n = out_lo
     n_add = add_ids.shape[0]
     rl = meta_rep.shape[0]
-    i = lo
     seg = lo
     while seg <= hi:
-        # the next added token at or after seg (leftmost, then longest)
+        # the next added token at or after seg (leftmost, then longest); add_ids[t] holds the id in
+        # its low 32 bits, lstrip / rstrip in bits 40 / 41
         add_id = -1
+        aflags = 0
         alen = 0
         j = seg
         while j < hi:
@@ -542,12 +588,26 @@ def encode_text(buf, lo, hi, out, out_lo, first, wa, wb, wm, best, starts, nodes
                             same = False
                             break
                     if same:
-                        add_id = add_ids[t]
+                        add_id = add_ids[t] & 0xFFFFFFFF
+                        aflags = add_ids[t] >> 40
                         alen = m
                 if add_id >= 0:
                     break
             j += 1
         seg_end = j
+        nxt = j + alen
+        if add_id >= 0:
+            if aflags & 1:  # lstrip: the token takes the whitespace before it (within this segment)
+                while seg_end > seg:
+                    q = seg_end - 1
+                    while q > seg and (buf[q] & 0xC0) == 0x80:
+                        q -= 1
+                    if not _is_space(buf, q, hi, s1, s2):
+                        break
+                    seg_end = q
+            if aflags & 2:  # rstrip: and the whitespace after it
+                while nxt < hi and _is_space(buf, nxt, hi, s1, s2):
+                    nxt += _clen(buf[nxt])
         if seg_end > seg:
             nl, lead = _normalize(buf, seg, seg_end, wa, wb, steps, step_arg, units, repl, s1, s2, seq, seq_off,
                                   g1, g2, rep_bytes, rep_off)
@@ -636,7 +696,7 @@ def encode_text(buf, lo, hi, out, out_lo, first, wa, wb, wm, best, starts, nodes
             return NEED_WORK
         out[n] = add_id
         n += 1
-        seg = seg_end + alen
+        seg = nxt
     return n - out_lo
 
 
@@ -744,8 +804,8 @@ def warm() -> None:
     rep = b"x" + b"y"
     kargs = (ro(base.astype(np.int64)), ro(check.astype(np.int64)), ro(value.astype(np.int64)),
              ro(np.array([0.0, -1.0, -2.0, -3.0])), np.int64(0), np.float64(-13.0), np.int64(1),
-             ro(np.full(256, -1, np.int64)), ro(np.array([S_PRECOMPILED, S_LOWER, S_STRIP, S_REPLACE], np.int64)),
-             ro(np.array([0, 0, 3, 0], np.int64)), ro(np.zeros(0, np.uint32)), ro(np.zeros(1, np.uint8)),
+             ro(np.full(256, -1, np.int64)), ro(np.array([S_PRECOMPILED, S_LOWER, S_STRIP, S_REPLACE, S_RUNS], np.int64)),
+             ro(np.array([0, 0, 3, 0, 2 << 20], np.int64)), ro(np.zeros(0, np.uint32)), ro(np.zeros(1, np.uint8)),
              bt.stage1, bt.stage2, bt.seq, bt.seq_off, g1, g2, ro(np.frombuffer(rep, np.uint8)),
              ro(np.array([0, 1, 2], np.int64)), np.int64(1), np.int64(1), ro(np.frombuffer("\u2581".encode(), np.uint8)),
              np.int64(P_ALWAYS), np.int64(1), ro(np.zeros(256, np.uint8)), ro(np.zeros(1, np.uint8)),

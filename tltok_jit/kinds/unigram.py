@@ -69,6 +69,11 @@ def hf_normalize(form: str, text: str) -> str:
     return "".join(out)
 
 
+# Rust's char::is_whitespace (the White_Space property): what lstrip / rstrip take
+_WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                         "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
 def _ro(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a).view()
     a.flags.writeable = False
@@ -115,7 +120,10 @@ def _charsmap(blob: bytes, where: str) -> tuple[np.ndarray, np.ndarray]:
     return _ro(units), _ro(np.frombuffer(repl or b"\0", np.uint8))
 
 
-def _added(tokens) -> tuple:
+def _added(tokens, strip: dict | None = None) -> tuple:
+    """(first-byte table, bytes, offsets, ids) of the added tokens matched in text; an id carries
+    lstrip / rstrip in bits 40 / 41."""
+    strip = strip or {}
     first = np.zeros(256, np.uint8)
     enc = [t.content.encode("utf-8") for t in tokens]
     for b in enc:
@@ -123,7 +131,9 @@ def _added(tokens) -> tuple:
     off = np.zeros(len(enc) + 1, np.int64)
     np.cumsum([len(b) for b in enc], out=off[1:])
     data = np.frombuffer(b"".join(enc) or b"\0", np.uint8)
-    return _ro(first), _ro(data), _ro(off), _ro(np.array([t.id for t in tokens], np.int64))
+    flags = [(strip.get(t.content, (False, False))[0] << 40) | (strip.get(t.content, (False, False))[1] << 41)
+             for t in tokens]
+    return _ro(first), _ro(data), _ro(off), _ro(np.array([t.id | f for t, f in zip(tokens, flags)], np.int64))
 
 
 def _on_threads(n: int, work) -> None:
@@ -288,6 +298,10 @@ class UnigramTokenizer(Tokenizer):
             elif s[0] == "strip":
                 steps.append(K.S_STRIP)
                 args.append((1 if s[1] else 0) | (2 if s[2] else 0))
+            elif s[0] == "replace_run":
+                steps.append(K.S_RUNS)
+                args.append(len(rep) // 2 | (s[2] << 20))
+                rep += [s[1].encode("utf-8"), s[3].encode("utf-8")]
             else:
                 steps.append(K.S_REPLACE)
                 args.append(len(rep) // 2)
@@ -304,7 +318,7 @@ class UnigramTokenizer(Tokenizer):
                        bt.stage1, bt.stage2, bt.seq, bt.seq_off, g1, g2, _ro(rep_bytes), _ro(rep_off),
                        np.int64(model.whitespace_split), np.int64(meta is not None),
                        _ro(np.frombuffer(meta_rep, np.uint8)), np.int64(scheme),
-                       np.int64(bool(meta and meta[2])), *_added(model.added))
+                       np.int64(bool(meta and meta[2])), *_added(model.added, model.strip))
         # how much one input byte can grow through the normalizer and Metaspace
         grow = 1
         for s in model.normalizer:
@@ -316,6 +330,8 @@ class UnigramTokenizer(Tokenizer):
                 grow *= 3
             elif s[0] == "replace":
                 grow *= max(1, -(-len(s[2].encode("utf-8")) // len(s[1].encode("utf-8"))))
+            elif s[0] == "replace_run":
+                grow *= max(1, -(-len(s[3].encode("utf-8")) // (s[2] * len(s[1].encode("utf-8")))))
         self._grow = min(grow, 64) * max(1, len(meta_rep))
         self._local = threading.local()
         tpl = model.template
@@ -390,11 +406,20 @@ class UnigramTokenizer(Tokenizer):
             return [text]
         out: list = []
         pos = 0
+        strip = self.model.strip
         for m in self._added_re.finditer(text):
-            if m.start() > pos:
-                out.append(text[pos:m.start()])
+            start, stop = m.start(), m.end()
+            ls, rs = strip.get(m.group(), (False, False))
+            if ls:
+                while start > pos and text[start - 1] in _WHITE_SPACE:
+                    start -= 1
+            if rs:
+                while stop < len(text) and text[stop] in _WHITE_SPACE:
+                    stop += 1
+            if start > pos:
+                out.append(text[pos:start])
             out.append(self._added_ids[m.group()])
-            pos = m.end()
+            pos = stop
         if pos < len(text):
             out.append(text[pos:])
         return out

@@ -4,14 +4,16 @@ Supported subset (anything else is refused with `UnsupportedTokenizerError` nami
 
 * model: `Unigram` with `vocab` ([[piece, score], ...]), `unk_id` (an index or null), `byte_fallback`.
 * normalizer: null, `Precompiled` (a sentencepiece charsmap), `NFC`, `NFKC`, `Lowercase`, `Strip`,
-  `Replace` (a String pattern), or a flat `Sequence` of them with NFC / NFKC only first.
+  `Replace` (a String pattern, or a Regex run of one character such as " {2,}"), or a flat `Sequence`
+  of them with NFC / NFKC only first.
 * pre_tokenizer: null, `Metaspace` (`replacement`, `prepend_scheme` always / first / never, `split`),
   `WhitespaceSplit`, or a `Sequence` [WhitespaceSplit, Metaspace] (either alone in a Sequence too).
 * post_processor: null or `TemplateProcessing` (single and pair templates, type ids).
 * decoder: null, `Metaspace`, `ByteFallback`, `Fuse`, `Strip`, `Replace` (a String pattern), or a
   `Sequence` of them.
-* added_tokens: `special`; `normalized` true only without a normalizer; `lstrip` / `rstrip` /
-  `single_word` true are refused. Ids are assigned as `tokenizers` assigns them (hf_json's rules).
+* added_tokens: `special`, `lstrip`, `rstrip` (whitespace taken into the match, as XLM-R's `<mask>`);
+  `normalized` true only without a normalizer; `single_word` true is refused. Ids are assigned as
+  `tokenizers` assigns them (hf_json's rules).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import binascii
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
@@ -32,6 +35,8 @@ __all__ = ["Template", "UnigramModel", "is_unigram_file", "read_unigram_json"]
 # | ("replace", pattern, content)
 # pre-tokenizer: (whitespace_split, metaspace) with metaspace None or (replacement, scheme, split)
 PREPEND_SCHEMES = ("always", "first", "never")
+# a Regex Replace that is a run of one literal character (XLM-R / T5 files: " {2,}" -> " ")
+_RUN_RE = re.compile(r"([^.^$*+?{}\[\]\\|()])(?:\{([1-9][0-9]{0,3}),\}|\+)")
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,7 @@ class UnigramModel:
     whitespace_split: bool
     metaspace: tuple | None  # (replacement, prepend_scheme, split)
     added: list = field(default_factory=list)
+    strip: dict = field(default_factory=dict)  # added token content -> (lstrip, rstrip)
     template: Template | None = None
     decoder: tuple = ()   # the decoder steps, in order; () with decoder_null: tokens joined by spaces
     decoder_null: bool = True
@@ -196,6 +202,16 @@ def _norm_step(obj, where: str, fieldname: str) -> tuple:
             raise TokenizerFileError(f"{where}: {fieldname}.strip_left / strip_right must be true or false")
         return ("strip", left, right)
     if t == "Replace":
+        pat = obj.get("pattern")
+        if isinstance(pat, dict) and list(pat) == ["Regex"] and isinstance(pat["Regex"], str):
+            m = _RUN_RE.fullmatch(pat["Regex"])
+            if m is None:
+                raise UnsupportedTokenizerError(where, f"{fieldname}.pattern", pat,
+                                                "a String pattern, or a Regex that is a run of one character: "
+                                                "' {2,}', 'x+'")
+            if not isinstance(obj.get("content"), str):
+                raise TokenizerFileError(f"{where}: {fieldname}.content must be a string")
+            return ("replace_run", m.group(1), int(m.group(2)) if m.group(2) else 1, obj["content"])
         return ("replace", _str_pattern(obj, where, fieldname), obj["content"])
     raise UnsupportedTokenizerError(where, f"{fieldname}.type", t, "Unigram files: Precompiled, NFC, NFKC, Lowercase, "
                                     "Strip, Replace (String pattern), a Sequence of them, or null")
@@ -400,7 +416,28 @@ def read_unigram_json(path, config=None, *, name: str | None = None) -> UnigramM
         raise TokenizerFileError(f"{where}: model.byte_fallback must be true or false")
     # a piece listed twice resolves to its last id, as tokenizers' token -> id map does
     vocab_str = {p: i for i, p in enumerate(pieces)}
+    # lstrip / rstrip (XLM-R's <mask>) are kept here; hf_json reads the rest of each entry
+    strip: dict[str, tuple[bool, bool]] = {}
+    at = d.get("added_tokens")
+    if isinstance(at, list):
+        plain = []
+        for k, x in enumerate(at):
+            if isinstance(x, dict) and (x.get("lstrip") or x.get("rstrip")):
+                for flag in ("lstrip", "rstrip"):
+                    if not isinstance(x.get(flag, False), bool):
+                        raise TokenizerFileError(f"{where}: added_tokens[{k}].{flag} must be true or false")
+                if isinstance(x.get("content"), str):
+                    strip[x["content"]] = (x.get("lstrip", False), x.get("rstrip", False))
+                x = {**x, "lstrip": False, "rstrip": False}
+            plain.append(x)
+        d = {**d, "added_tokens": plain}
     added = read_added_tokens(d, vocab_str, config, where)
+    if strip:
+        for t in added:
+            if t.content[:1].isspace() or t.content[:1] in "\x85\xa0":
+                # an rstrip region could hold the start of the next match (tokenizers then overlaps them)
+                raise UnsupportedTokenizerError(where, "added_tokens[].content", t.content,
+                                                "a token starting with whitespace beside lstrip / rstrip tokens")
     normalizer = _normalizer(d.get("normalizer"), where)
     if normalizer and any(t.normalized for t in added):
         t = next(t for t in added if t.normalized)
@@ -418,5 +455,5 @@ def read_unigram_json(path, config=None, *, name: str | None = None) -> UnigramM
     return UnigramModel(
         source=where + (f" + {os.fspath(config)}" if config is not None else ""), name=name, pieces=pieces,
         scores=scores, unk_id=unk_id, byte_fallback=byte_fallback, normalizer=normalizer, whitespace_split=ws,
-        metaspace=meta, added=added, template=_post_processor(d.get("post_processor"), known_ids, where),
+        metaspace=meta, added=added, strip=strip, template=_post_processor(d.get("post_processor"), known_ids, where),
         decoder=() if dec is None else _decoder(dec, where), decoder_null=dec is None, id_to_token=id_to_token)
