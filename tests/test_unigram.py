@@ -566,7 +566,8 @@ def test_added_tokens_in_text(trained, name):
 
 def test_arrow_columns_and_threads(botchan, test_lines):
     ours, hf = _pair(botchan)
-    rows = test_lines[:1500] + [None, "", "x" * 70000]
+    # a 70000-byte word and charsmap expansions (U+FDFA becomes 18 characters) outgrow the first buffers
+    rows = test_lines[:1500] + [None, "", "x" * 70000, "\u337f" * 3000, "\ufdfa" * 700 + " a" * 50, "ab " * 9000]
     col = pa.array(rows, pa.string())
     want = [None if r is None else hf.encode(r, add_special_tokens=False).ids for r in rows]
     for threads in (1, 2):

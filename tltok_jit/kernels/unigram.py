@@ -21,8 +21,9 @@ import numpy as np
 
 from .jit import njit
 
-NEED_WORK = -1     # a work buffer is too small: grow them and call again
+NEED_WORK = -1     # out or a text buffer (wa, wb, wm) is too small: grow them and call again
 ERR_NO_UNK = -2    # an unknown character and the model has no unk_id (tokenizers raises)
+NEED_LATTICE = -3  # a piece is longer than the Viterbi arrays: grow them and call again
 
 # normalizer step kinds
 S_PRECOMPILED = 0
@@ -431,10 +432,10 @@ def _lookup(base, check, value, buf, lo, hi):
 def viterbi(buf, lo, hi, out, n, base, check, value, scores, unk_id, unk_score, byte_fallback, byte_ids, best,
             starts, nodes, ends):
     """Unigram::encode_optimized + tokenize of buf[lo:hi] (non-empty), ids appended at out[n]; the
-    new count, NEED_WORK when out or the work arrays are short, ERR_NO_UNK."""
+    new count, NEED_WORK when out is short, NEED_LATTICE when the work arrays are, ERR_NO_UNK."""
     size = hi - lo
     if best.shape[0] < size + 1:
-        return NEED_WORK
+        return NEED_LATTICE
     for i in range(size + 1):
         best[i] = 0.0
         starts[i] = -1
@@ -560,9 +561,10 @@ def encode_text(buf, lo, hi, out, out_lo, first, wa, wb, wm, best, starts, nodes
                 g2, rep_bytes, rep_off, ws_split, meta, meta_rep, scheme, msplit, add_first, add_bytes, add_off,
                 add_ids):
     """The ids of the valid UTF-8 text buf[lo:hi] written from out[out_lo]; returns their number, or
-    NEED_WORK (out or a work buffer is short: grow them) or ERR_NO_UNK. `first`: buf[lo] is the
-    text's offset 0 (Metaspace's First scheme). wa, wb, wm: uint8 work buffers; best float64,
-    starts / nodes / ends int64 work arrays (len(wm) + 1 each)."""
+    NEED_WORK / NEED_LATTICE (grow them) or ERR_NO_UNK. `first`: buf[lo] is the text's offset 0
+    (Metaspace's First scheme). wa, wb: uint8 buffers for the normalized text, wm for one
+    pre-tokenized word; best float64, starts / nodes / ends int64 arrays of one length, at least
+    the longest piece's + 1."""
     n = out_lo
     n_add = add_ids.shape[0]
     rl = meta_rep.shape[0]

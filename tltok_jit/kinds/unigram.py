@@ -319,20 +319,6 @@ class UnigramTokenizer(Tokenizer):
                        np.int64(model.whitespace_split), np.int64(meta is not None),
                        _ro(np.frombuffer(meta_rep, np.uint8)), np.int64(scheme),
                        np.int64(bool(meta and meta[2])), *_added(model.added, model.strip))
-        # how much one input byte can grow through the normalizer and Metaspace
-        grow = 1
-        for s in model.normalizer:
-            if s[0] in ("nfc", "nfkc"):
-                continue
-            if s[0] == "precompiled":
-                grow *= max(4, max((len(x) for x in bytes(repl).split(b"\0")), default=1))
-            elif s[0] == "lowercase":
-                grow *= 3
-            elif s[0] == "replace":
-                grow *= max(1, -(-len(s[2].encode("utf-8")) // len(s[1].encode("utf-8"))))
-            elif s[0] == "replace_run":
-                grow *= max(1, -(-len(s[3].encode("utf-8")) // (s[2] * len(s[1].encode("utf-8")))))
-        self._grow = min(grow, 64) * max(1, len(meta_rep))
         self._local = threading.local()
         tpl = model.template
         self._prefix_ids: tuple = ()
@@ -359,46 +345,54 @@ class UnigramTokenizer(Tokenizer):
         return UnigramTokenizer, (self.model,)
 
     # ------------------------------------------------------------------ encode
-    def _work(self, n: int) -> tuple:
-        """Work buffers for a text of n bytes (grown on NEED_WORK)."""
+    @staticmethod
+    def _work(n: int, lattice: int = 16384) -> tuple:
+        """Work buffers for a text of n bytes: grown on NEED_WORK / NEED_LATTICE, never sized for the
+        worst case (the lattice arrays hold one piece, a word at most)."""
         norm = n + 64
-        m = self._grow * norm + 64
+        m = 3 * n + 64  # Metaspace: a space byte becomes the replacement's (up to 4), one more per word
+        lat = min(m, lattice) + 1
         return (np.empty(norm, np.uint8), np.empty(norm, np.uint8), np.empty(m, np.uint8),
-                np.empty(m + 1, np.float64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64),
-                np.empty(m + 1, np.int64))
+                np.empty(lat, np.float64), np.empty(lat, np.int64), np.empty(lat, np.int64),
+                np.empty(lat, np.int64))
 
     @staticmethod
-    def _grown(work: tuple) -> tuple:
+    def _grown(work: tuple, code: int) -> tuple:
         wa, wb, wm, best, st, nd, en = work
+        if code == K.NEED_LATTICE:
+            lat = 2 * len(best)
+            return (wa, wb, wm, np.empty(lat, np.float64), np.empty(lat, np.int64), np.empty(lat, np.int64),
+                    np.empty(lat, np.int64))
         norm = 2 * len(wa)
         m = 2 * len(wm)
-        return (np.empty(norm, np.uint8), np.empty(norm, np.uint8), np.empty(m, np.uint8),
-                np.empty(m + 1, np.float64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64),
-                np.empty(m + 1, np.int64))
+        return (np.empty(norm, np.uint8), np.empty(norm, np.uint8), np.empty(m, np.uint8), best, st, nd, en)
 
     def _scratch(self, n: int) -> tuple:
         loc = self._local
         w = getattr(loc, "work", None)
         if w is None or len(w[0]) < n + 64:
-            w = loc.work = self._work(max(n, 4096))
+            w = loc.work = self._work(max(n, 4096), len(w[3]) - 1 if w is not None else 16384)
         return w
 
     def _encode_bytes(self, buf: np.ndarray, first: bool = True, kargs=None) -> np.ndarray:
         n = len(buf)
         work = self._scratch(n)
-        cap = self._grow * (n + 64) + 64
+        cap = 2 * n + 64
         buf = _ro(buf)
         kargs = self._kargs if kargs is None else kargs
         while True:
             out = np.empty(cap, np.uint32)
             k = K.encode_one(buf, out, np.int64(first), *work, *kargs)
             if k >= 0:
+                if len(work[0]) > (1 << 22) or len(work[3]) > (1 << 20):
+                    self._local.work = None  # a huge text's buffers are not kept per thread
                 return out[:k]
             if k == K.ERR_NO_UNK:
                 raise UnknownCharacterError(f"{self.model.source}: the text has a character no piece covers and "
                                             "model.unk_id is null (tokenizers raises MissingUnkId)")
-            cap *= 2
-            work = self._local.work = self._grown(work)
+            if k == K.NEED_WORK:
+                cap *= 2
+            work = self._local.work = self._grown(work, k)
 
     def _segments(self, text: str) -> list:
         """text split at the added tokens: str segments and int ids."""
@@ -482,7 +476,7 @@ class UnigramTokenizer(Tokenizer):
 
         def work(w: int) -> None:
             # each worker's work buffers are its own; a row that outgrows them goes to the single-text path
-            K.encode_rows(bounds[w], bounds[w + 1], *args, *self._work(min(longest, 1 << 16)), *self._kargs)
+            K.encode_rows(bounds[w], bounds[w + 1], *args, *self._work(min(longest, 1 << 16), 4096), *self._kargs)
 
         _on_threads(threads, work)
         off = np.empty(n + 1, np.int64)
