@@ -533,6 +533,9 @@ BAD = [
     (dict(pad_id=0, padding="do_not_pad", pad_to_multiple_of=8), "pad_to_multiple_of"),
     (dict(pad_id=0, padding="max_length", max_length=2), "max_length"),  # a row of 3 ids, not cut
     (dict(pad_id=0, padding="do_not_pad"), "padding"),
+    (dict(pad_id=0, truncation="yes", max_length=3), "truncation"),
+    (dict(pad_id=0, truncation="only_second", max_length=3), "truncation"),  # needs pairs
+    (dict(pad_id=0, pad_type_id=-1), "pad_type_id"),
 ]
 
 
@@ -559,7 +562,7 @@ def test_template_budget_errors_name_max_length_and_stride():
 
 @pytest.mark.parametrize("kwargs,argument", [
     (dict(max_length="8", truncation=True), "max_length"), (dict(pad_id=1.5), "pad_id"),
-    (dict(truncation="yes", max_length=3), "truncation"), (dict(stride=None, truncation=True, max_length=3), "stride"),
+    (dict(truncation=1.5, max_length=3), "truncation"), (dict(stride="1", truncation=True, max_length=3), "stride"),
     (dict(add_special_tokens=1), "add_special_tokens"), (dict(num_threads="2"), "num_threads"),
     (dict(return_overflowing_tokens=None), "return_overflowing_tokens"),
 ])

@@ -683,14 +683,18 @@ def test_double_array_holds_every_token(ours):
 def test_warm_compiles_what_production_runs(ours):
     """warm() and production calls share one compiled variant per kernel (a read-only / writable
     mismatch would show as a second signature)."""
+    from tltok_jit.kernels import padding as P
+
     K.warm()
+    P.warm()
     ours.encode("warm ü 中")
     ours.encode_batch(["a", "b c"])
     ours.encode_arrow(pa.array(["x", None]))
     for dt in ("int64", "int32"):
         ours.encode_batch_padded(["a b"], ["c"], dtype=dt)
+        ours.encode_batch_padded(["a b"], dtype=dt)
     for kernel, n in ((K.encode_text, 1), (K.encode_rows, 1), (K.compact, 1), (K.build_double_array, 1),
-                      (K.fill_pairs, 2)):
+                      (P.fill_pairs, 2), (P.fill_padded, 2)):
         assert len(kernel.signatures) == n, (kernel, kernel.signatures)
 
 

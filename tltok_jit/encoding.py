@@ -435,19 +435,22 @@ class Encoding:
         return engine.split_list(*engine.encode_text_rows(texts, data, offsets, num_threads, engine.no_added, False),
                                  num_threads)
 
-    def encode_batch_padded(self, texts, *, max_length: int | None = None, padding: str = "longest",
-                            pad_to_multiple_of: int | None = None, padding_side: str = "right",
-                            pad_id: int | None = None, truncation: bool = False, truncation_side: str = "right",
-                            stride: int = 0, return_overflowing_tokens: bool = False,
-                            add_special_tokens: bool = False, allowed_special: AllowedSpecial = set(),
-                            disallowed_special: DisallowedSpecial = "all", dtype: str = "int64",
-                            num_threads: int | None = None) -> PaddedBatch:
+    def encode_batch_padded(self, texts, pairs=None, *, max_length: int | None = None,
+                            padding: str | None = None, pad_to_multiple_of: int | None = None,
+                            padding_side: str | None = None, pad_id: int | None = None,
+                            pad_type_id: int | None = None, truncation: bool | str | None = None,
+                            truncation_side: str | None = None, stride: int | None = None,
+                            return_overflowing_tokens: bool = False, add_special_tokens: bool = False,
+                            allowed_special: AllowedSpecial = set(), disallowed_special: DisallowedSpecial = "all",
+                            dtype: str = "int64", num_threads: int | None = None) -> PaddedBatch:
         """A fixed-shape batch (`tltok_jit.padding.PaddedBatch`: `input_ids`, `attention_mask` [B, L],
-        `lengths` [B], `overflow_to_sample_mapping`) of a list of str, an Arrow string column or a
-        pandas Series; a null row is an error. Truncation and padding follow HF `tokenizers`'
-        `encode_batch` with `enable_truncation` / `enable_padding` (rules: `tltok_jit.padding`);
-        `add_special_tokens=True` puts the post-processor's template around each row (and counts it
-        in `max_length`). `pad_id` is needed when a row is padded. Options are the call's own.
+        `lengths` [B], `overflow_to_sample_mapping`, `token_type_ids`) of a list of str, an Arrow
+        string column or a pandas Series (and, with `pairs`, of each text with its pair); a null row
+        is an error. Truncation and padding follow HF `tokenizers`' `encode_batch` with
+        `enable_truncation` / `enable_padding` (rules: `tltok_jit.padding`); a tokenizer.json's own
+        `truncation` / `padding` apply where the call gives none. `add_special_tokens=True` puts the
+        post-processor's template around each row (and counts it in `max_length`). `pad_id` is needed
+        when a row is padded and the file names none. Options are the call's own.
 
         >>> enc = tltok_jit.get_encoding("o200k_base")
         >>> b = enc.encode_batch_padded(["hello world", "hi"], pad_id=199999)
@@ -456,13 +459,15 @@ class Encoding:
                [  3686, 199999]])
         >>> b.attention_mask.tolist(), b.lengths.tolist()
         ([[1, 1], [1, 0]], [2, 1])
+        >>> enc.encode_batch_padded(["hello"], ["world"]).token_type_ids.tolist()
+        [[0, 1]]
         """
         from .padding import encode_batch_padded
 
-        return encode_batch_padded(self, texts, max_length=max_length, padding=padding,
+        return encode_batch_padded(self, texts, pairs, max_length=max_length, padding=padding,
                                    pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side, pad_id=pad_id,
-                                   truncation=truncation, truncation_side=truncation_side, stride=stride,
-                                   return_overflowing_tokens=return_overflowing_tokens,
+                                   pad_type_id=pad_type_id, truncation=truncation, truncation_side=truncation_side,
+                                   stride=stride, return_overflowing_tokens=return_overflowing_tokens,
                                    add_special_tokens=add_special_tokens, allowed_special=allowed_special,
                                    disallowed_special=disallowed_special, dtype=dtype, num_threads=num_threads)
 

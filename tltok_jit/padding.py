@@ -24,6 +24,23 @@ padding, `stride` without truncation, `pad_to_multiple_of` with "do_not_pad") is
 ignored. `stride` is checked against the budget of the call (HF checks it against `max_length` minus
 the template's ids even when `add_special_tokens=False`). Options belong to the call: nothing is
 stored on the (shared) Encoding.
+
+Pairs and a file's own settings (`template_batch`; a tokenizer.json's `truncation` / `padding`, or
+`pairs=`, or a truncation strategy by name): the rows are `encode_batch(list(zip(texts, pairs)))`'s,
+`token_type_ids` included, under HF's rules:
+
+* `truncation`: None (the file's, else none), False, True (the file's strategy, else longest_first)
+  or a strategy: "longest_first", "only_first", "only_second". It cuts to `max_length` (None: the
+  file's) minus the ids the template adds when `add_special_tokens`; pairs are cut by HF's
+  `truncate_encodings` rules; `stride` / `return_overflowing_tokens` give single texts their
+  overflow windows (refused for pairs).
+* `padding`: None (the file's, else "longest"), "longest", "max_length" (to `max_length`, None: the
+  file's fixed length) or "do_not_pad"; then rounded up to `pad_to_multiple_of`. `pad_id`,
+  `pad_type_id`, `padding_side`, `truncation_side` default to the file's.
+* A pair's second text has type id 1 unless the template says otherwise; without a template (null or
+  `ByteLevel` post-processor) the two texts are joined as they are.
+* Where HF would give ragged rows (a row longer than a fixed length, "do_not_pad" with rows of several
+  lengths) or fails (a pair that only_first / only_second cannot cut enough), `PaddingError` is raised.
 """
 
 from __future__ import annotations
@@ -37,17 +54,18 @@ import numpy as np
 
 from .engine.args import check_int, check_threads
 from .errors import PaddingError  # noqa: F401 (raised here; defined with the others)
-from .kernels.padding import fill_padded
+from .kernels.padding import fill_padded, fill_pairs
 from .engine.pages import small_pages
 from .engine.text import read_only_view
 from .engine.threads import on_threads, resolve_threads
 
-__all__ = ["PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "truncate_lists", "truncation_args",
-           "windows"]
+__all__ = ["STRATEGIES", "PaddedBatch", "PaddingError", "encode_batch_padded", "pad_rows", "split_pairs",
+           "template_batch", "truncate_lists", "truncation_args", "windows"]
 
 PADDINGS = ("longest", "max_length", "do_not_pad")
 SIDES = ("left", "right")
 DTYPES = {"int64": np.int64, "int32": np.int32}
+STRATEGIES = ("longest_first", "only_first", "only_second")  # of a pair's truncation
 _PARALLEL_CELLS = 1 << 19  # output cells per thread of the fill (fewer: a thread hand-off costs more)
 
 # The batches' memory is recycled: glibc hands a freed megabyte-sized block back to the system and
@@ -358,30 +376,272 @@ def _from_arrow(enc, texts, threads: int, allowed_special, disallowed_special):
             np.concatenate([np.diff(o) for o in offsets]))
 
 
-def encode_batch_padded(enc, texts, *, max_length: int | None = None, padding: str = "longest",
-                        pad_to_multiple_of: int | None = None, padding_side: str = "right",
-                        pad_id: int | None = None, truncation: bool = False, truncation_side: str = "right",
-                        stride: int = 0, return_overflowing_tokens: bool = False, add_special_tokens: bool = False,
+def encode_batch_padded(enc, texts, pairs=None, *, max_length: int | None = None, padding: str | None = None,
+                        pad_to_multiple_of: int | None = None, padding_side: str | None = None,
+                        pad_id: int | None = None, pad_type_id: int | None = None, truncation=None,
+                        truncation_side: str | None = None, stride: int | None = None,
+                        return_overflowing_tokens: bool = False, add_special_tokens: bool = False,
                         allowed_special=frozenset(), disallowed_special="all", dtype="int64",
                         num_threads: int | None = None) -> PaddedBatch:
     """`Encoding.encode_batch_padded` (see this module's docstring for the rules)."""
     add_special_tokens = _flag(add_special_tokens, "add_special_tokens")
     pipe = enc.engine.pipeline
-    prefix, suffix = (pipe.prefix_ids, pipe.suffix_ids) if add_special_tokens else ((), ())
-    # every argument is checked before any text is encoded
-    plan = _plan(enc.n_vocab, len(prefix) + len(suffix), max_length=max_length, padding=padding,
-                 pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side, pad_id=pad_id,
-                 truncation=truncation, truncation_side=truncation_side, stride=stride,
-                 return_overflowing_tokens=return_overflowing_tokens, dtype=dtype)
     threads = check_threads(num_threads)
+    texts, pairs = split_pairs(texts, pairs)
     if isinstance(texts, (str, bytes)):
         raise TypeError(f"texts must be a list of str or a string column, not one {type(texts).__name__}")
-    module = type(texts).__module__.partition(".")[0]
-    read = _from_arrow if (module in ("pyarrow", "pandas", "polars") or hasattr(texts, "__arrow_c_stream__")
-                           or hasattr(texts, "__arrow_c_array__")) else _from_list
-    values, starts, counts = read(enc, texts, 0 if threads is None else threads, allowed_special,
-                                  disallowed_special)
+
+    def encode(rows):
+        module = type(rows).__module__.partition(".")[0]
+        read = _from_arrow if (module in ("pyarrow", "pandas", "polars") or hasattr(rows, "__arrow_c_stream__")
+                               or hasattr(rows, "__arrow_c_array__")) else _from_list
+        return read(enc, rows, 0 if threads is None else threads, allowed_special, disallowed_special)
+
+    if (pairs is not None or pipe.truncation is not None or pipe.padding is not None or pad_type_id is not None
+            or isinstance(truncation, str)):
+        return template_batch(encode, enc.n_vocab, pipe, texts, pairs, max_length=max_length, padding=padding,
+                              pad_to_multiple_of=pad_to_multiple_of, padding_side=padding_side, pad_id=pad_id,
+                              pad_type_id=pad_type_id, truncation=truncation, truncation_side=truncation_side,
+                              stride=stride, return_overflowing_tokens=return_overflowing_tokens,
+                              add_special_tokens=add_special_tokens, dtype=dtype)
+    prefix, suffix = (pipe.prefix_ids, pipe.suffix_ids) if add_special_tokens else ((), ())
+    # every argument is checked before any text is encoded
+    plan = _plan(enc.n_vocab, len(prefix) + len(suffix), max_length=max_length,
+                 padding="longest" if padding is None else padding, pad_to_multiple_of=pad_to_multiple_of,
+                 padding_side="right" if padding_side is None else padding_side, pad_id=pad_id,
+                 truncation=bool(truncation) if truncation is None else truncation,
+                 truncation_side="right" if truncation_side is None else truncation_side,
+                 stride=0 if stride is None else stride, return_overflowing_tokens=return_overflowing_tokens,
+                 dtype=dtype)
+    values, starts, counts = encode(texts)
     return _pad(values, starts, counts, prefix, suffix, plan, threads)
+
+
+def _pair_lengths(n1: np.ndarray, n2: np.ndarray, limit: int, strategy: str) -> tuple[np.ndarray, np.ndarray]:
+    """The kept lengths of each pair under HF's `truncate_encodings` with max_length `limit`."""
+    n1 = n1.astype(np.int64)
+    n2 = n2.astype(np.int64)
+    total = n1 + n2
+    over = total > limit
+    k1 = n1.copy()
+    k2 = n2.copy()
+    if strategy == "longest_first":
+        short = np.minimum(n1, n2)
+        long_ = np.where(short > limit, short, np.maximum(short, limit - short))
+        both = short + long_ > limit
+        short = np.where(both, limit // 2, short)
+        long_ = np.where(both, limit // 2 + limit % 2, long_)
+        swap = n1 > n2
+        k1 = np.where(over, np.where(swap, long_, short), n1)
+        k2 = np.where(over, np.where(swap, short, long_), n2)
+        # truncate never lengthens
+        k1 = np.minimum(k1, n1)
+        k2 = np.minimum(k2, n2)
+    else:
+        target = n1 if strategy == "only_first" else n2
+        remove = total - limit
+        bad = over & (target <= remove)
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise PaddingError(f"pair {r}: truncation={strategy!r} cannot cut it to {limit} ids (its "
+                               f"{'first' if strategy == 'only_first' else 'second'} text has {int(target[r])}, "
+                               f"{int(remove[r])} must go); tokenizers fails here too", "truncation", r)
+        if strategy == "only_first":
+            k1 = np.where(over, n1 - remove, n1)
+        else:
+            k2 = np.where(over, n2 - remove, n2)
+    return k1, k2
+
+
+def split_pairs(texts, pairs):
+    """(texts, pairs): a list of (a, b) tuples, as HF's `encode_batch` takes pairs, split in two."""
+    if pairs is None and isinstance(texts, (list, tuple)) and texts and all(
+            isinstance(t, tuple) and len(t) == 2 for t in texts):
+        return [a for a, _ in texts], [b for _, b in texts]
+    return texts, pairs
+
+
+def template_batch(encode, n_vocab: int, settings, texts, pairs=None, *, max_length: int | None = None,
+                   padding: str | None = None, pad_to_multiple_of: int | None = None,
+                   padding_side: str | None = None, pad_id: int | None = None, pad_type_id: int | None = None,
+                   truncation=None, truncation_side: str | None = None, stride: int | None = None,
+                   return_overflowing_tokens: bool = False, add_special_tokens: bool = False,
+                   dtype="int64") -> PaddedBatch:
+    """The padded batch of single texts or pairs through a tokenizer.json's template and its own
+    truncation / padding settings (rules: "Pairs and a file's own settings" in this module's
+    docstring). `encode(texts)` gives (ids, row starts, row counts); `settings` has the file's
+    `template`, `truncation` and `padding` (None each when absent)."""
+    ftr, fpad = settings.truncation, settings.padding
+    if not isinstance(add_special_tokens, (bool, np.bool_)):
+        raise TypeError(f"add_special_tokens must be True or False, not {add_special_tokens!r}")
+    dt = {"int64": np.int64, "int32": np.int32}.get(dtype if isinstance(dtype, str) else np.dtype(dtype).name)
+    if dt is None:
+        raise PaddingError(f"dtype must be 'int64' or 'int32', not {dtype!r}", "dtype")
+    max_length = _optional_count(max_length, "max_length", 1)
+    pad_to_multiple_of = _optional_count(pad_to_multiple_of, "pad_to_multiple_of", 1)
+    is_pair = pairs is not None
+    tpl = settings.template
+    n_added = tpl.added(is_pair) if (tpl is not None and add_special_tokens) else 0
+
+    # truncation: the call's, else the file's
+    if truncation is None:
+        truncation = ftr is not None
+        if ftr is not None:
+            strategy = ftr.strategy
+            limit = ftr.max_length if max_length is None else max_length
+            stride = ftr.stride if stride is None else stride
+            truncation_side = ftr.direction if truncation_side is None else truncation_side
+    elif truncation is False:
+        pass
+    elif truncation is True or truncation in STRATEGIES:
+        strategy = (ftr.strategy if ftr is not None else "longest_first") if truncation is True else truncation
+        limit = max_length if max_length is not None else (ftr.max_length if ftr is not None else None)
+        if limit is None:
+            raise PaddingError("truncation needs max_length (the file sets none)", "max_length")
+        truncation = True
+    else:
+        raise PaddingError(f"truncation must be None, True, False or one of {STRATEGIES}, not {truncation!r}",
+                           "truncation")
+    stride = _optional_count(0 if stride is None else stride, "stride", 0)
+    truncation_side = _choice("right" if truncation_side is None else truncation_side, "truncation_side", SIDES)
+    if not truncation and stride:
+        raise PaddingError("stride needs truncation", "stride")
+    if return_overflowing_tokens and (not truncation or is_pair):
+        raise PaddingError("return_overflowing_tokens needs truncation of single texts (pairs' overflow is not "
+                           "supported)", "return_overflowing_tokens")
+    budget = None
+    if truncation:
+        budget = limit - n_added
+        if budget < (2 if is_pair and strategy == "longest_first" else 1):
+            raise PaddingError(f"max_length={limit} leaves no room for text: the template adds {n_added} ids",
+                               "max_length")
+        if not is_pair and stride >= budget:
+            raise PaddingError(f"stride={stride} must be less than the {budget} text ids a row holds", "stride")
+        if not is_pair and strategy == "only_second":
+            raise PaddingError("truncation='only_second' needs pairs (tokenizers fails here too)", "truncation")
+
+    # padding: the call's, else the file's
+    if padding is None:
+        if fpad is not None:
+            padding = "longest" if fpad.length is None else "max_length"
+            width_fixed = fpad.length
+            pad_to_multiple_of = fpad.pad_to_multiple_of if pad_to_multiple_of is None else pad_to_multiple_of
+            padding_side = fpad.direction if padding_side is None else padding_side
+        else:
+            padding = "longest"
+            width_fixed = None
+    elif padding in ("longest", "do_not_pad"):
+        width_fixed = None
+    elif padding == "max_length":
+        width_fixed = max_length if max_length is not None else (fpad.length if fpad is not None else None)
+        if width_fixed is None:
+            raise PaddingError("padding='max_length' needs max_length (the file sets no fixed length)", "max_length")
+    else:
+        raise PaddingError(f"padding must be None, 'longest', 'max_length' or 'do_not_pad', not {padding!r}",
+                           "padding")
+    padding_side = _choice("right" if padding_side is None else padding_side, "padding_side", SIDES)
+    if pad_id is None and fpad is not None:
+        pad_id = fpad.pad_id
+    if pad_type_id is None:
+        pad_type_id = fpad.pad_type_id if fpad is not None else 0
+    if pad_id is not None:
+        pad_id = _optional_count(pad_id, "pad_id", 0)
+        if pad_id >= n_vocab:
+            raise PaddingError(f"pad_id must be a token id in [0, {n_vocab}), not {pad_id}", "pad_id")
+    pad_type_id = _optional_count(pad_type_id, "pad_type_id", 0)
+
+    # encode
+    a_ids, a_starts, a_counts = encode(texts)
+    if is_pair:
+        if isinstance(pairs, (str, bytes)):
+            raise TypeError(f"pairs must be a list of str or a string column, not one {type(pairs).__name__}")
+        b_ids, b_starts, b_counts = encode(pairs)
+        if len(b_counts) != len(a_counts):
+            raise PaddingError(f"pairs has {len(b_counts)} rows, texts {len(a_counts)}", "pairs")
+
+    # the template's pieces and type ids
+    def piece_ids(pieces):
+        ids = [i for p in pieces for i in p[1]]
+        types = [p[2] for p in pieces for _ in p[1]]
+        return np.array(ids, np.uint32), np.array(types, np.uint32)
+
+    # a pair's second text is encoded with type id 1; a template sets both (with or without its tokens)
+    seq_types = {"A": 0, "B": 1}
+    if tpl is not None:
+        for p in (tpl.pair if is_pair else tpl.single):
+            if p[0] in seq_types:
+                seq_types[p[0]] = p[2]
+        pieces = tpl.pair if is_pair else tpl.single
+    else:
+        pieces = (("A", (), 0), ("B", (), 0)) if is_pair else (("A", (), 0),)
+    if not add_special_tokens:
+        pieces = tuple(p for p in pieces if p[0] != "ids")
+    ka = next(k for k, p in enumerate(pieces) if p[0] == "A")
+    kb = next(k for k, p in enumerate(pieces) if p[0] == "B") if is_pair else ka
+    pre, pre_t = piece_ids(pieces[:ka])
+    mid, mid_t = piece_ids(pieces[ka + 1:kb])
+    suf, suf_t = piece_ids(pieces[kb + 1:])
+
+    # truncation: the window each output row keeps
+    left_cut = truncation_side == "left"
+    if is_pair:
+        if truncation:
+            k1, k2 = _pair_lengths(a_counts, b_counts, budget, strategy)
+        else:
+            k1, k2 = a_counts, b_counts
+        sample = np.arange(len(a_counts), dtype=np.int64)
+        a_start = a_starts + (a_counts - k1 if left_cut else 0)
+        b_start = b_starts + (b_counts - k2 if left_cut else 0)
+        real = k1 + k2 + len(pre) + len(mid) + len(suf)
+    else:
+        sample, start, stop = windows(a_counts, budget, stride, left_cut, bool(return_overflowing_tokens))
+        k1 = stop - start
+        a_start = a_starts[sample] + start
+        real = k1 + len(pre) + len(suf)
+
+    # the width
+    n_rows = len(real)
+    longest = int(real.max()) if n_rows else 0
+    width = width_fixed if width_fixed is not None else longest
+    if padding == "do_not_pad" and n_rows and int(real.min()) != longest:
+        r = int(np.argmax(real != real[0]))
+        raise PaddingError(f"padding='do_not_pad' needs rows of one length: row {int(sample[0])} has {int(real[0])} "
+                           f"ids, row {int(sample[r])} {int(real[r])}", "padding", int(sample[r]))
+    if pad_to_multiple_of is not None and width % pad_to_multiple_of:
+        width += pad_to_multiple_of - width % pad_to_multiple_of
+    if longest > width:
+        r = int(np.argmax(real > width))
+        raise PaddingError(f"row {int(sample[r])} has {int(real[r])} ids, more than the padded length {width}; "
+                           "pass truncation=True to cut it (tokenizers would return it longer)", "max_length",
+                           int(sample[r]))
+    if pad_id is None and n_rows and int(real.min()) < width:
+        r = int(np.argmin(real))
+        raise PaddingError(f"row {int(sample[r])} needs padding and pad_id is not set (the file has no padding): "
+                           "pass pad_id", "pad_id", int(sample[r]))
+
+    ids = np.empty((n_rows, width), dt)
+    mask = np.empty((n_rows, width), dt)
+    types = np.empty((n_rows, width), dt)
+    lengths = np.empty(n_rows, dt)
+    left = padding_side == "left"
+    pad = np.int64(pad_id or 0)
+    if n_rows:
+        if is_pair:
+            fill_pairs(read_only_view(a_ids.astype(np.uint32, copy=False)), read_only_view(a_start), read_only_view(k1),
+                       read_only_view(b_ids.astype(np.uint32, copy=False)), read_only_view(b_start), read_only_view(k2), read_only_view(pre), read_only_view(pre_t),
+                       np.int64(seq_types["A"]), read_only_view(mid), read_only_view(mid_t), np.int64(seq_types["B"]), read_only_view(suf), read_only_view(suf_t),
+                       pad, np.int64(pad_type_id), left, ids, types, mask, lengths)
+        else:
+            values = read_only_view(a_ids.astype(np.uint32, copy=False))
+            fill_padded(values, read_only_view(a_start), read_only_view(k1), read_only_view(pre), read_only_view(suf), pad, left, ids, mask, lengths)
+            # the type ids: the same fill over a run of the sequence's type id
+            run = read_only_view(np.full(max(int(k1.max()), 1), seq_types["A"], np.uint32))
+            scratch = np.empty((n_rows, width), dt)
+            fill_padded(run, read_only_view(np.zeros(n_rows, np.int64)), read_only_view(k1), read_only_view(pre_t), read_only_view(suf_t),
+                        np.int64(pad_type_id), left, types, scratch, np.empty(n_rows, dt))
+    mapping = sample.astype(dt) if return_overflowing_tokens else None
+    return PaddedBatch(input_ids=ids, attention_mask=mask, lengths=lengths, overflow_to_sample_mapping=mapping,
+                       token_type_ids=types)
 
 
 def truncation_args(max_length, truncation_side) -> tuple[int, str]:

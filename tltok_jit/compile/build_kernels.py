@@ -61,9 +61,10 @@ def compile_all() -> None:
     _warm_sentencepiece_style_json()
     _warm_sentencepiece()
     _warm_long_results()
-    from ..kernels import packing, wordpiece
+    from ..kernels import packing, padding, wordpiece
 
     wordpiece.warm()
+    padding.warm()
     packing.warm()
     from ..kernels import unigram
 

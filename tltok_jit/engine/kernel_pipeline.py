@@ -24,6 +24,9 @@ class KernelPipeline:
     chain: DecoderChain | None = None  # the decoder chain `decode` runs; None: the token bytes joined
     prefix_ids: tuple[int, ...] = ()  # what add_special_tokens=True puts around a sequence
     suffix_ids: tuple[int, ...] = ()
+    template = None    # a tokenizer.json's single and pair templates; its truncation and padding
+    truncation = None
+    padding = None
 
     def __init__(self, enc, engine):
         self.enc = enc  # the Encoding (its public calls, for pipelines that run rows one by one)

@@ -62,6 +62,18 @@ class HFRuntime(KernelPipeline):
     def suffix_ids(self) -> tuple[int, ...]:
         return self.pipe.suffix_ids
 
+    @property
+    def template(self):
+        return self.pipe.template
+
+    @property
+    def truncation(self):
+        return self.pipe.truncation
+
+    @property
+    def padding(self):
+        return self.pipe.padding
+
     # -------------------------------------------------------------- tables (built on first use)
     # Lazy: while the kernels compile in the background, the Encoding answers from the Python
     # encoder (interim_hf) and must not build its tables yet.

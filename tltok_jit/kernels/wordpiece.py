@@ -29,7 +29,7 @@ from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_COMB, F_D
 from .jit import njit
 
 __all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_PUNCT", "PRE_WHITESPACE", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
-           "compact", "encode_rows", "encode_text", "fill_pairs", "trie_lookup", "warm"]
+           "compact", "encode_rows", "encode_text", "trie_lookup", "warm"]
 
 NEED_OUT = -1   # the output buffer is full
 NEED_PEND = -2  # a run of combining marks outgrew the reordering buffer
@@ -547,52 +547,6 @@ def compact(out, ro, counts, new_off):
     return w
 
 
-@njit(cache=True)
-def fill_pairs(a_vals, a_starts, a_counts, b_vals, b_starts, b_counts, pre, pre_t, a_type, mid, mid_t, b_type, suf,
-               suf_t, pad_id, pad_type, left, ids, types, mask, lengths):
-    """Row r of ids / types [R, L] = pre, a_vals[a_starts[r]:+a_counts[r]], mid, b_vals[b_starts[r]:
-    +b_counts[r]], suf (type ids: pre_t, a_type, mid_t, b_type, suf_t), padded on the left (`left`)
-    or the right with pad_id / pad_type; mask 1 on the real ids; lengths[r] their number. The caller
-    guarantees every row fits L and every window lies inside its values."""
-    n_rows, width = ids.shape
-    for r in range(n_rows):
-        na = a_counts[r]
-        nb = b_counts[r]
-        real = len(pre) + na + len(mid) + nb + len(suf)
-        lo = width - real if left else 0
-        row = ids[r]
-        trow = types[r]
-        m = mask[r]
-        row[:] = pad_id
-        trow[:] = pad_type
-        m[:] = 0
-        m[lo:lo + real] = 1
-        lengths[r] = real
-        k = lo
-        for j in range(len(pre)):
-            row[k] = pre[j]
-            trow[k] = pre_t[j]
-            k += 1
-        s = a_starts[r]
-        for j in range(na):
-            row[k] = a_vals[s + j]
-            trow[k] = a_type
-            k += 1
-        for j in range(len(mid)):
-            row[k] = mid[j]
-            trow[k] = mid_t[j]
-            k += 1
-        s = b_starts[r]
-        for j in range(nb):
-            row[k] = b_vals[s + j]
-            trow[k] = b_type
-            k += 1
-        for j in range(len(suf)):
-            row[k] = suf[j]
-            trow[k] = suf_t[j]
-            k += 1
-
-
 def ascii_table(s1, s2, pre_mode: int, opts: int) -> np.ndarray:
     """asc for `encode_text`: ASCII byte b's class (A_*) at [b] and the byte it becomes at [128 + b]."""
     asc = np.empty(256, np.uint8)
@@ -663,9 +617,3 @@ def warm() -> None:
                 _ro(np.full(n, len(data), np.int64)), _ro(np.ones(n, np.bool_)), _ro(ro), out2, counts,
                 np.empty(n, np.uint8), pend, word, *kargs)
     compact(out2, ro, counts, np.empty(n + 1, np.int64))
-    u32 = _ro(np.zeros(2, np.uint32))
-    i64 = _ro(np.zeros(1, np.int64))
-    for dt in (np.int64, np.int32):
-        fill_pairs(u32, i64, i64, u32, i64, i64, u32, u32, np.int64(0), u32, u32, np.int64(1), u32, u32, np.int64(0),
-                   np.int64(0), False, np.empty((1, 8), dt), np.empty((1, 8), dt), np.empty((1, 8), dt),
-                   np.empty(1, dt))

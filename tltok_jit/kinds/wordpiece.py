@@ -5,7 +5,7 @@
 post-processor's single template. Added tokens are matched in the text, as HF does. `decode` is
 `Tokenizer.decode(ids)` (special tokens skipped, the WordPiece decoder's rules). The work runs in
 `tltok_jit.kernels.wordpiece`; batches and Arrow columns run rows in parallel with the same ids for
-any thread count. `encode_batch_padded` (`kinds.wordpiece_padded`) gives fixed-shape batches of
+any thread count. `encode_batch_padded` (`tltok_jit.padding.template_batch`) gives fixed-shape batches of
 single texts or pairs, with the file's own truncation and padding when the call gives none.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import TokenizerFileError
+from ..errors import PaddingError, TokenizerFileError
 from ..kernels import wordpiece as K
 from ..kernels.wordpiece import _ro
 from ..loaders.hf_wordpiece import WordPieceModel, read_wordpiece_json
@@ -370,15 +370,46 @@ class WordPieceTokenizer(Tokenizer):
         return i
 
     # ------------------------------------------------------------------ fixed-shape batches
-    def encode_batch_padded(self, texts, pairs=None, **kwargs):
-        """A `tltok_jit.padding.PaddedBatch` of single texts or (with `pairs`) text pairs; see
-        `kinds.wordpiece_padded.encode_batch_padded`."""
-        from .wordpiece_padded import encode_batch_padded
+    def encode_batch_padded(self, texts, pairs=None, *, num_threads: int | None = None, **options):
+        """A `tltok_jit.padding.PaddedBatch` of single texts or text pairs (`pairs`, or `texts` a list
+        of (a, b) tuples) through the file's template, truncation and padding; the options are
+        `tltok_jit.padding.template_batch`'s."""
+        from ..padding import split_pairs, template_batch
 
-        if pairs is None and isinstance(texts, (list, tuple)) and texts and all(
-                isinstance(t, tuple) and len(t) == 2 for t in texts):  # [(a, b), ...], as HF's encode_batch
-            texts, pairs = [a for a, _ in texts], [b for _, b in texts]
-        return encode_batch_padded(self, texts, pairs, **kwargs)
+        texts, pairs = split_pairs(texts, pairs)
+        return template_batch(lambda rows: self._id_rows(rows, num_threads), self.vocab_size, self.model, texts,
+                              pairs, **options)
+
+    def _id_rows(self, texts, threads):
+        """(ids, row starts, row counts) of a list of str or a string column without nulls."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError(f"texts must be a list of str or a string column, not one {type(texts).__name__}")
+        if isinstance(texts, (list, tuple)):
+            for r, t in enumerate(texts):
+                if not isinstance(t, str):
+                    raise PaddingError(f"texts[{r}] is {t!r}: every row must be a str", "texts", r)
+            ids, off = self.encode_batch_to_numpy(texts, num_threads=threads)
+            return ids, off[:-1], np.diff(off)
+        import pyarrow as pa
+
+        res = self.encode_arrow(texts, num_threads=threads)
+        chunks = list(res.chunks) if isinstance(res, pa.ChunkedArray) else [res]
+        vals, starts, counts = [], [], []
+        shift = 0
+        base = 0
+        for c in chunks:
+            if c.null_count:
+                r = base + int(np.argmin(c.is_valid().to_numpy(zero_copy_only=False)))
+                raise PaddingError(f"texts row {r} is null: every row must be a string", "texts", r)
+            o = np.asarray(c.offsets, np.int64)
+            vals.append(c.values.to_numpy())
+            starts.append(o[:-1] + shift)
+            counts.append(np.diff(o))
+            shift += len(vals[-1])
+            base += len(c)
+        if not vals:
+            return np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(vals), np.concatenate(starts), np.concatenate(counts)
 
     def __repr__(self) -> str:
         return f"<WordPieceTokenizer {self.name!r} vocab_size={self.vocab_size}>"

@@ -36,12 +36,13 @@ model and its added tokens. `pipeline_runtime.HFRuntime` runs the stages around 
   (no supported file uses them). Their ids are assigned the way `tokenizers` assigns them, which
   ignores the ids written in the file (see `_AddedVocab`); a `TokenizerConfigWarning` names every
   token whose written id differs.
-* post_processor: null, `ByteLevel` (adds nothing), `TemplateProcessing` (single sequence),
-  `Sequence`; used by `encode(..., add_special_tokens=True)`.
+* post_processor: null, `ByteLevel` (adds nothing), `TemplateProcessing` (single and pair
+  templates), `Sequence`; used by `encode(..., add_special_tokens=True)` and `encode_batch_padded`.
 * decoder: `ByteLevel` (fast byte gather), or a Python chain of `Replace` (String), `ByteFallback`,
   `Fuse`, `Strip`, `Metaspace`, `ByteLevel`, `Sequence`; null (tokens joined by spaces, as HF). The
   chain runs in `tltok_jit.hf.decoder_chain`, for `decode` and for every streaming decoder alike.
-* `truncation` / `padding` must be null.
+* `truncation` / `padding`: kept (`model.pipeline.batch_settings`); `encode_batch_padded` applies
+  them when the call gives none, as `tokenizers`' `encode_batch` does; `encode` never does.
 
 Unicode versions (measured with tokenizers 0.23.3; tests in tests/test_hf_json.py):
 
@@ -81,6 +82,8 @@ from ..model.description import AddedToken, ModelDescription
 from ..model.pipeline.decoders import Decoder, read_decoders
 from ..model.pipeline.normalizers import (NFC_POST9_RANGES, Normalizer, hf_nfc, read_normalizers)  # noqa: F401  (re-exported)
 from ..model.pipeline.onig import compile_onig, onig_find_iter, onig_to_python  # noqa: F401  (re-exported)
+from ..model.pipeline.batch_settings import (Padding, Template, Truncation, read_padding, read_template,
+                                             read_truncation)
 from ..model.pipeline.post_processors import read_post_processors, template_ids
 from ..model.pipeline.pre_tokenizers import ByteLevel, Digits, Metaspace, PreTokenizer, read_pre_tokenizers
 from ..model.pipeline.pre_tokenizers import metaspace_split as _metaspace, split_pieces as _split_behavior  # noqa: F401
@@ -123,6 +126,8 @@ class HFPipeline:
     pre_steps:    `pipeline.pre_tokenizers` stages run in Python when no scanner implements the
                   pre-tokenizer, else None.
     prefix_ids / suffix_ids: what `add_special_tokens=True` puts around a single sequence.
+    template:     the post-processor's single and pair templates (None: it adds no ids).
+    truncation / padding: the file's own settings (None: null), for `encode_batch_padded`.
     decoder:      None = byte gather (ByteLevel); else the `pipeline.decoders` stages of the chain.
     token_strings: id -> token string (for Python decoders); None when unused.
     special_ids:  added tokens with special=True (skipped by decode(skip_special_tokens=True)).
@@ -143,6 +148,9 @@ class HFPipeline:
     unk_id: int = -1
     fuse_unk: bool = False
     description: dict = field(default_factory=dict)
+    template: Template | None = None
+    truncation: Truncation | None = None
+    padding: Padding | None = None
 
     @functools.cached_property
     def chain(self) -> DecoderChain | None:
@@ -396,9 +404,6 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
     if name is None:
         parent = os.path.basename(os.path.dirname(os.path.abspath(where)))
         name = parent or os.path.splitext(os.path.basename(where))[0]
-    for key in ("truncation", "padding"):
-        if d.get(key) is not None:
-            raise UnsupportedTokenizerError(where, key, d[key], "must be null")
     model = d.get("model")
     if not isinstance(model, dict):
         raise TokenizerFileError(f"{where}: 'model' is missing or not an object")
@@ -525,7 +530,11 @@ def read_hf_json(path: str | os.PathLike, config: str | os.PathLike | None = Non
         if i not in known_ids:
             raise TokenizerFileError(f"{where}: post_processor uses id {i}, which is no token")
 
+    n_ids = max([*vocab_str.values(), *(t.id for t in added)], default=-1) + 1
     pipeline = HFPipeline(
+        template=read_template(d.get("post_processor"), known_ids, where, ("ByteLevel",)),
+        truncation=read_truncation(d.get("truncation"), where),
+        padding=read_padding(d.get("padding"), n_ids, where),
         normalizers=normalizers,
         pre_steps=pre_steps,
         prefix_ids=prefix_ids,

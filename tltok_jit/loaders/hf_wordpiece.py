@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
 from ..kernels.wordpiece import PRE_BERT, PRE_NONE, PRE_PUNCT, PRE_WHITESPACE, PRE_WHITESPACE_SPLIT
+from ..model.pipeline.batch_settings import (Padding, Template, Truncation, read_padding, read_template,  # noqa: F401
+                                             read_truncation)
 from .hf_json import check_vocab_ids, load_json, read_added_tokens, shown
 
 __all__ = ["NormalizerSpec", "Padding", "PRE_NONE", "Template", "Truncation", "WordPieceModel",
@@ -45,34 +47,6 @@ class NormalizerSpec:
     lowercase: bool = False
     nfd: bool = False
     strip_combining: str | None = None  # the StripAccents normalizer: "before" or "after" Lowercase
-
-
-@dataclass(frozen=True)
-class Template:
-    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id)."""
-
-    single: tuple
-    pair: tuple
-
-    def added(self, pair: bool) -> int:
-        return sum(len(ids) for kind, ids, _t in (self.pair if pair else self.single) if kind == "ids")
-
-
-@dataclass(frozen=True)
-class Truncation:
-    max_length: int
-    stride: int
-    strategy: str   # longest_first, only_first, only_second
-    direction: str  # right, left
-
-
-@dataclass(frozen=True)
-class Padding:
-    length: int | None  # Fixed length, None: BatchLongest
-    direction: str
-    pad_to_multiple_of: int | None
-    pad_id: int
-    pad_type_id: int
 
 
 @dataclass
@@ -220,73 +194,6 @@ def _pre_tokenizer(obj, where: str) -> int:
     return {0: PRE_NONE, 1: PRE_WHITESPACE_SPLIT, 2: PRE_PUNCT, 3: PRE_BERT}[bits]
 
 
-def _special_ids(name, specials: dict, known: set, where: str, fieldname: str) -> tuple:
-    entry = specials.get(name)
-    if not isinstance(entry, dict) or not isinstance(entry.get("ids"), list):
-        raise TokenizerFileError(f"{where}: {fieldname} names special token {name!r}, which "
-                                 "post_processor.special_tokens does not define")
-    ids = tuple(entry["ids"])
-    for i in ids:
-        if not isinstance(i, int) or isinstance(i, bool) or i not in known:
-            raise TokenizerFileError(f"{where}: post_processor.special_tokens[{name!r}] has id {shown(i)}, "
-                                     "which is no token")
-    return ids
-
-
-def _template_pieces(items, specials, known, where: str, fieldname: str, allowed: str) -> tuple:
-    if not isinstance(items, list):
-        raise TokenizerFileError(f"{where}: {fieldname} must be a list")
-    out = []
-    for k, it in enumerate(items):
-        f = f"{fieldname}[{k}]"
-        if not isinstance(it, dict) or len(it) != 1:
-            raise TokenizerFileError(f"{where}: {f} must be {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}")
-        (kind, body), = it.items()
-        if not isinstance(body, dict):
-            raise TokenizerFileError(f"{where}: {f}.{kind} must be an object")
-        type_id = _count(body.get("type_id", 0), where, f"{f}.{kind}.type_id", 0, 2**32 - 1)
-        if kind == "SpecialToken":
-            out.append(("ids", _special_ids(body.get("id"), specials, known, where, f), type_id))
-        elif kind == "Sequence":
-            seq = body.get("id")
-            if seq not in allowed:
-                raise UnsupportedTokenizerError(where, f"{f}.Sequence.id", seq)
-            out.append((seq, (), type_id))
-        else:
-            raise UnsupportedTokenizerError(where, f, kind)
-    seqs = [p[0] for p in out if p[0] != "ids"]
-    if seqs != list(allowed):
-        raise UnsupportedTokenizerError(where, fieldname, items, f"must hold {' then '.join(allowed)}, once each")
-    return tuple(out)
-
-
-def _post_processor(obj, vocab: dict, known: set, where: str) -> Template | None:
-    if obj is None:
-        return None
-    t = obj.get("type") if isinstance(obj, dict) else obj
-    if t == "TemplateProcessing":
-        specials = obj.get("special_tokens", {})
-        if not isinstance(specials, dict):
-            raise TokenizerFileError(f"{where}: post_processor.special_tokens must be an object")
-        return Template(
-            single=_template_pieces(obj.get("single"), specials, known, where, "post_processor.single", "A"),
-            pair=_template_pieces(obj.get("pair"), specials, known, where, "post_processor.pair", "AB"))
-    if t == "BertProcessing":
-        ids = []
-        for key in ("cls", "sep"):
-            v = obj.get(key)
-            if not (isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and isinstance(v[1], int)
-                    and not isinstance(v[1], bool) and v[1] in known):
-                raise TokenizerFileError(f"{where}: post_processor.{key} must be [token, id] of a token, "
-                                         f"got {shown(v)}")
-            ids.append((v[1],))
-        cls, sep = ids
-        return Template(single=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0)),
-                        pair=(("ids", cls, 0), ("A", (), 0), ("ids", sep, 0), ("B", (), 1), ("ids", sep, 1)))
-    raise UnsupportedTokenizerError(where, "post_processor.type", t,
-                                    "WordPiece files: TemplateProcessing, BertProcessing or null")
-
-
 def _decoder(obj, where: str) -> tuple[str, bool] | None:
     if obj is None:
         return None
@@ -297,49 +204,6 @@ def _decoder(obj, where: str) -> tuple[str, bool] | None:
     if not isinstance(prefix, str):
         raise TokenizerFileError(f"{where}: decoder.prefix must be a string, got {shown(prefix)}")
     return prefix, _bool(obj, "cleanup", where, "decoder", True)
-
-
-_STRATEGIES = {"LongestFirst": "longest_first", "OnlyFirst": "only_first", "OnlySecond": "only_second"}
-_DIRECTIONS = {"Right": "right", "Left": "left"}
-
-
-def _truncation(obj, where: str) -> Truncation | None:
-    if obj is None:
-        return None
-    if not isinstance(obj, dict):
-        raise TokenizerFileError(f"{where}: truncation must be an object or null")
-    strategy = obj.get("strategy", "LongestFirst")
-    if strategy not in _STRATEGIES:
-        raise UnsupportedTokenizerError(where, "truncation.strategy", strategy)
-    direction = obj.get("direction", "Right")
-    if direction not in _DIRECTIONS:
-        raise UnsupportedTokenizerError(where, "truncation.direction", direction)
-    return Truncation(max_length=_count(obj.get("max_length"), where, "truncation.max_length", 1),
-                      stride=_count(obj.get("stride", 0), where, "truncation.stride"),
-                      strategy=_STRATEGIES[strategy], direction=_DIRECTIONS[direction])
-
-
-def _padding(obj, n_ids: int, where: str) -> Padding | None:
-    if obj is None:
-        return None
-    if not isinstance(obj, dict):
-        raise TokenizerFileError(f"{where}: padding must be an object or null")
-    s = obj.get("strategy")
-    if s == "BatchLongest":
-        length = None
-    elif isinstance(s, dict) and list(s) == ["Fixed"]:
-        length = _count(s["Fixed"], where, "padding.strategy.Fixed", 1)
-    else:
-        raise UnsupportedTokenizerError(where, "padding.strategy", s)
-    direction = obj.get("direction", "Right")
-    if direction not in _DIRECTIONS:
-        raise UnsupportedTokenizerError(where, "padding.direction", direction)
-    multiple = obj.get("pad_to_multiple_of")
-    if multiple is not None:
-        multiple = _count(multiple, where, "padding.pad_to_multiple_of", 1)
-    return Padding(length=length, direction=_DIRECTIONS[direction], pad_to_multiple_of=multiple,
-                   pad_id=_count(obj.get("pad_id", 0), where, "padding.pad_id", 0, n_ids - 1),
-                   pad_type_id=_count(obj.get("pad_type_id", 0), where, "padding.pad_type_id", 0, 2**32 - 1))
 
 
 def read_wordpiece_json(path, config=None, *, name: str | None = None) -> WordPieceModel:
@@ -394,6 +258,6 @@ def read_wordpiece_json(path, config=None, *, name: str | None = None) -> WordPi
         source=where + (f" + {os.fspath(config)}" if config is not None else ""),
         name=name, vocab=vocab, unk_id=vocab[unk], prefix=prefix, max_chars=max_chars, normalizer=normalizer,
         pre_mode=_pre_tokenizer(d.get("pre_tokenizer"), where), added=added,
-        template=_post_processor(d.get("post_processor"), vocab, known_ids, where),
-        decoder=_decoder(d.get("decoder"), where), truncation=_truncation(d.get("truncation"), where),
-        padding=_padding(d.get("padding"), n_ids, where), id_to_token=id_to_token)
+        template=read_template(d.get("post_processor"), known_ids, where),
+        decoder=_decoder(d.get("decoder"), where), truncation=read_truncation(d.get("truncation"), where),
+        padding=read_padding(d.get("padding"), n_ids, where), id_to_token=id_to_token)
