@@ -185,6 +185,24 @@ def test_megatron_shards_on_cluster(cluster, dataset, tmp_path):
     assert not _temps(out)
 
 
+@pytest.mark.parametrize("flags", [["--pad-to", "6", "--pad-id", "3", "--padding-side", "left"],
+                                   ["--max-length", "4", "--truncation-side", "left"]])
+def test_lengths_on_cluster_equal_single_process(cluster, dataset, tmp_path, flags):
+    ref = tmp_path / "ref"
+    tltok(dataset, "-o", ref, "--keep-columns", "file,row", "--quiet", *flags)
+    out = tmp_path / "cut"
+    tltok(dataset, "-o", out, "--ray", cluster, "--shard-mb", TINY, "--keep-columns", "file,row", "--quiet", *flags)
+    got = _concat(_shards(out))
+    want = _concat(sorted(ref.glob("*.parquet")))
+    assert got.equals(want)
+    if "--pad-to" in flags:
+        assert got.column_names == ["file", "row", "tokens", "attention_mask"]
+        assert got.schema.field("tokens").type == pa.list_(pa.int32(), 6)
+    else:
+        assert max(len(x) for x in got.column("tokens").to_pylist() if x is not None) == 4
+    assert not _temps(out)
+
+
 def test_row_error_is_one_line(cluster, dataset, tmp_path):
     out = tmp_path / "err"
     r = tltok(dataset, "-o", out, "--ray", cluster, "--special", "error", "--quiet", check=False)
@@ -253,6 +271,9 @@ def test_local_instance_without_address(dataset, tmp_path):
     (["--ray-workers", "0"], "--ray-workers must be >= 1"),
     (["--shard-mb", "0"], "--shard-mb must be > 0"),
     (["--column", "body"], "column 'body' not found in"),
+    (["--pad-to", "8", "--format", "megatron"], "--pad-to and --format megatron exclude each other"),
+    (["--pad-to", "8", "--pad-id", "300000"], "--pad-id 300000 is not a token id"),
+    (["--padding-side", "left"], "--padding-side only applies with --pad-to"),
 ])
 def test_refused_combinations(dataset, tmp_path, extra, message):
     if not HAVE_RAY and "--ray-workers" not in extra and "--shard-mb" not in extra and "--pack" not in extra:

@@ -766,10 +766,8 @@ def cmd_encode_ray(args) -> int:
 
     if args.pack is not None:
         raise CliError("--pack is not supported with --ray (use --format megatron|bin, or drop --ray)")
-    for flag, on in (("--max-length", args.max_length is not None), ("--pad-to", args.pad_to is not None)):
-        if on:
-            raise CliError(f"{flag} is not supported with --ray yet (drop --ray to run it on this machine)")
     shard = args.format != "parquet"
+    _check_lengths(args, shard)
     if shard and args.count_only:
         raise CliError(f"--format {args.format} and --count-only exclude each other")
     if shard and (args.keep_columns or args.all_columns or args.output_column):
@@ -798,6 +796,8 @@ def cmd_encode_ray(args) -> int:
         args.output_column = "n_tokens" if args.count_only else "tokens"
     keep = tuple(c.strip() for c in (args.keep_columns or "").split(",") if c.strip())
     enc = load_encoding(args.encoding, args.tokenizer)
+    if args.pad_to is not None and not 0 <= args.pad_id < enc.n_vocab:
+        raise CliError(f"--pad-id {args.pad_id} is not a token id of this encoding (0 to {enc.n_vocab - 1})")
     eos_id = _eos_id(args, enc)
     for p in files:
         r = Reader(p, 1, args.column)
@@ -808,7 +808,9 @@ def cmd_encode_ray(args) -> int:
     opts = ray_job.JobOptions(format=args.format, column=args.column, output_column=args.output_column,
                               count_only=args.count_only, keep_columns=keep, all_columns=args.all_columns,
                               special=args.special, eos=eos_id is not None, encoding=enc.name,
-                              n_vocab=enc.n_vocab)
+                              n_vocab=enc.n_vocab, max_length=args.max_length,
+                              truncation_side=args.truncation_side, pad_to=args.pad_to, pad_id=args.pad_id,
+                              padding_side=args.padding_side)
     try:
         return ray_job.run(inp=inp, files=files, out=Path(args.output), enc=enc, opts=opts,
                            special=_special_kwargs(args.special), address=args.ray, workers=args.ray_workers,

@@ -77,6 +77,11 @@ class JobOptions:
     eos: bool
     encoding: str
     n_vocab: int
+    max_length: int | None = None  # --max-length: each row's first (truncation_side "left": last) ids
+    truncation_side: str = "right"
+    pad_to: int | None = None      # --pad-to: fixed_size_list<int32>[pad_to] ids and attention_mask
+    pad_id: int = 0
+    padding_side: str = "right"
 
 
 def import_ray():
@@ -220,11 +225,25 @@ class ShardWorker:
                 self.first_row += batch.num_rows
 
     def _encode(self, task: ShardTask, col):
-        from ..columns.arrow import ArrowRowError
+        """The ids (or counts) of one batch's column: a list<uint32> column, an int64 column, or with
+        --pad-to the [ids, attention_mask] pair of fixed-size columns."""
+        import pyarrow.compute as pc
 
+        from ..columns.arrow import ArrowRowError
+        from .encode_job import PadTo, padded_columns
+
+        o = self.opts
         try:
-            if self.opts.count_only:
-                return self.enc.count_arrow(col, num_threads=self.threads, **self.special)
+            if o.count_only:
+                res = self.enc.count_arrow(col, num_threads=self.threads, **self.special)
+                return res if o.max_length is None else pc.min_element_wise(res, o.max_length, skip_nulls=False)
+            if o.pad_to is not None:
+                ids = self.enc.encode_arrow(col, num_threads=self.threads, **self.special)
+                return padded_columns(ids, PadTo(o.pad_to, o.pad_id, o.padding_side), o.truncation_side,
+                                      self.threads, self.enc.n_vocab)
+            if o.max_length is not None:
+                return self.enc.encode_arrow(col, num_threads=self.threads, large_list=False, max_length=o.max_length,
+                                             truncation_side=o.truncation_side, **self.special)
             return self.enc.encode_arrow(col, num_threads=self.threads, large_list=False, **self.special)
         except (ArrowRowError, ValueError) as e:
             msg = str(e).splitlines()[0]
@@ -261,8 +280,13 @@ class ShardWorker:
         schema = pq.ParquetFile(task.file).schema_arrow
         keep = self._keep(schema)
         columns = list(dict.fromkeys(keep + [self.opts.column]))
-        out_type = pa.int64() if self.opts.count_only else pa.list_(pa.uint32())
-        fields = [schema.field(c) for c in keep] + [pa.field(self.opts.output_column, out_type)]
+        if self.opts.pad_to is not None:
+            fixed = pa.list_(pa.int32(), self.opts.pad_to)
+            out_fields = [pa.field(self.opts.output_column, fixed), pa.field("attention_mask", fixed)]
+        else:
+            out_fields = [pa.field(self.opts.output_column,
+                                   pa.int64() if self.opts.count_only else pa.list_(pa.uint32()))]
+        fields = [schema.field(c) for c in keep] + out_fields
         out_schema = pa.schema(fields)
         try:
             # no dictionary for the ids (as `tltok encode`: ~30% of the write's CPU for ~5% of its size)
@@ -270,10 +294,16 @@ class ShardWorker:
                 for batch in self._batches(task, columns):
                     col = batch.column(batch.schema.get_field_index(self.opts.column))
                     res = self._encode(task, col)
-                    stats["tokens"] += int(pc.sum(res).as_py() or 0) if self.opts.count_only else len(res.values)
+                    if self.opts.count_only:
+                        stats["tokens"] += int(pc.sum(res).as_py() or 0)
+                    elif self.opts.pad_to is not None:  # the real ids: the mask's ones
+                        stats["tokens"] += int(pc.sum(res[1].flatten()).as_py() or 0)
+                    else:
+                        stats["tokens"] += int(res.offsets[-1].as_py() - res.offsets[0].as_py()) if len(res) else 0
                     stats["rows"] += batch.num_rows
                     stats["text_bytes"] += _text_bytes(col)
-                    arrays = [batch.column(batch.schema.get_field_index(c)) for c in keep] + [res]
+                    res = res if self.opts.pad_to is not None else [res]
+                    arrays = [batch.column(batch.schema.get_field_index(c)) for c in keep] + res
                     writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=out_schema))
             os.replace(tmp, dest)
         except BaseException:
