@@ -227,13 +227,32 @@ def precompiled(src, n, dst, units, repl, g1, g2):
     p = 0
     k = 0
     lead = True
+    # each ASCII byte's own lookup, once per call (a one-byte cluster is looked up alone)
+    asc = np.empty(128, np.int64)
+    one = np.empty(1, np.uint8)
+    for c in range(128):
+        one[0] = c
+        asc[c] = _darts_first(units, one, 0, 1)
     while p < n:
         b = src[p]
-        if b < 0x80 and b != 13 and (p + 1 >= n or src[p + 1] < 0x80):
-            g = p + 1  # no ASCII character but CR joins a following ASCII one (GB3)
-        else:
-            g = grapheme_end(src, p, n, g1, g2)
         k0 = k
+        if b < 0x80 and b != 13 and (p + 1 >= n or src[p + 1] < 0x80):
+            # no ASCII character but CR joins a following ASCII one (GB3): a one-byte cluster
+            v = asc[b]
+            if v >= 0:
+                k = _put_repl(dst, k, repl, v)
+                if k < 0:
+                    return -1, lead
+            else:
+                if k >= dst.shape[0]:
+                    return -1, lead
+                dst[k] = b
+                k += 1
+            if p == 0 and k == k0:
+                lead = False
+            p += 1
+            continue
+        g = grapheme_end(src, p, n, g1, g2)
         done = False
         if g - p == _clen(b):  # one character: the cluster lookup is the character's
             v = _darts_first(units, src, p, g)
