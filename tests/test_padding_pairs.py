@@ -211,3 +211,16 @@ def test_bad_file_settings_name_the_field(tmp_path):
     ]:
         with pytest.raises(TokenizerFileError, match=field.replace(".", r"\.")):
             tltok_jit.from_file(_with_settings("gpt2", tmp_path, trunc, pad))
+
+
+def test_registry_kind_pairs_and_template_equal_hf():
+    from tltok_jit import TokenizerSpec, build_tokenizer
+
+    path = str(get_shared_path("tokenizers/mistral-7b/tokenizer.json"))
+    hf = _files("mistral-7b")[1]
+    a, b = _pairs(hf)
+    tok = build_tokenizer(TokenizerSpec("huggingface", {"tokenizer": path}, {"add_special_tokens": True}))
+    expected = hf_batch(hf, list(zip(a, b)), add_special_tokens=True, padding=dict(pad_id=0))
+    assert_equal(tok.encode_batch_padded(a, b, pad_id=0), expected)  # the kind's option: the template
+    expected = hf_batch(hf, a, add_special_tokens=False, padding=dict(pad_id=0))
+    assert_equal(tok.encode_batch_padded(a, pad_id=0, add_special_tokens=False, pad_type_id=0), expected)

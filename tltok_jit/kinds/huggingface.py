@@ -63,6 +63,15 @@ class HuggingFaceTokenizer(EncodingTokenizer):
 
         return with_template(result, prefix, suffix, large_list)
 
+    def encode_batch_padded(self, texts, pairs=None, *, add_special_tokens: bool | None = None, **options):
+        """`Encoding.encode_batch_padded` with every added token matched (as `encode`): pairs, the
+        template (`add_special_tokens`, default the kind's option) and the file's own truncation /
+        padding as HF's `encode_batch` applies them."""
+        if add_special_tokens is None:
+            add_special_tokens = self._add_special_tokens
+        return self.encoding.encode_batch_padded(texts, pairs, add_special_tokens=add_special_tokens,
+                                                 allowed_special="all", **options)
+
     def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
         """The number of ids of every row, the template's included with add_special_tokens."""
         result = super().count_arrow(column, num_threads=num_threads, errors=errors)
