@@ -10,6 +10,7 @@
     tltok warmup [--encoding NAME | --tokenizer FILE]        compile / load every kernel it uses, print the time
     tltok bench [ARGS...]                                    runs `python bench/run.py ARGS` (repository checkout)
     tltok stream ...                                         streaming tokenization (tltok_jit.integrations.stream_cli)
+    tltok train INPUT --vocab-size N -o tok.json ...         train a BPE vocabulary (tltok_jit.integrations.train_cli)
 
 INPUT is a Parquet file, a directory of Parquet files (every `*.parquet` below it, sorted), an Arrow
 IPC file or stream (`.arrow`, `.feather`, `.ipc`, `.arrows`) or JSON Lines (`.jsonl`, `.ndjson`,
@@ -944,6 +945,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("bench", help="run the benchmark suite (bench/run.py of a source checkout)", add_help=False)
     sub.add_parser("stream", help="streaming tokenization (tltok stream --help)", add_help=False)
+    sub.add_parser("train", help="train a BPE vocabulary equal to HF's BpeTrainer (tltok train --help)",
+                   add_help=False)
     return ap
 
 
@@ -951,6 +954,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = build_parser()
     try:
+        if argv and argv[0] == "train":
+            from .train_cli import main as train_main
+
+            return train_main(argv[1:])
         if argv and argv[0] in ("bench", "stream"):
             cmd = argv[0]
             return cmd_bench(None, argv[1:]) if cmd == "bench" else cmd_stream(None, argv[1:])

@@ -50,12 +50,19 @@ def _hash_bytes(buf, start, n):
 
 
 def new_table(capacity: int = 1 << 12, pool: int = 1 << 16):
-    """An empty piece table: (slots, hashes, starts, lens, counts, pool, meta). slots[h & mask] is
-    an entry index + 1 (0 = empty); entry e is pool[starts[e]:starts[e] + lens[e]] seen counts[e]
-    times; meta = [entries, pool bytes used]."""
+    """An empty piece table: (key_lo, key_hi, short_counts, slots, hashes, starts, lens, counts, pool,
+    meta).
+
+    A piece of at most SHORT bytes is two uint64 words (bytes 0-7 little-endian; bytes 8-14 and the
+    length in the top byte: key_hi is never 0 for a piece) in an open-addressing table (key_hi 0 =
+    empty), counted in `short_counts`: one probe, no pool. A longer one: slots[h & mask] is an entry index + 1 (0 = empty); entry e is
+    pool[starts[e]:starts[e] + lens[e]] seen counts[e] times. meta = [long entries, pool bytes
+    used, short entries]."""
     slots = np.zeros(capacity * 2, dtype=np.int64)
-    return (slots, np.zeros(capacity, np.uint64), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64),
-            np.zeros(capacity, np.int64), np.zeros(pool, np.uint8), np.zeros(2, np.int64))
+    return (np.zeros(capacity * 4, np.uint64), np.zeros(capacity * 4, np.uint64), np.zeros(capacity * 4, np.int64),
+            slots,
+            np.zeros(capacity, np.uint64), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64),
+            np.zeros(capacity, np.int64), np.zeros(pool, np.uint8), np.zeros(3, np.int64))
 
 
 @njit
@@ -85,10 +92,56 @@ def _rehash(slots_len, hashes, n):
     return slots
 
 
+SHORT = 15
+
+
+@njit(inline="always")
+def _short_keys(buf, start, n):
+    lo = np.uint64(0)
+    hi = np.uint64(n) << np.uint64(56)
+    for k in range(min(n, 8)):
+        lo |= np.uint64(buf[start + k]) << np.uint64(8 * k)
+    for k in range(8, n):
+        hi |= np.uint64(buf[start + k]) << np.uint64(8 * (k - 8))
+    return lo, hi
+
+
+@njit(inline="always")
+def _short_hash(lo, hi):
+    x = lo * np.uint64(0x9E3779B97F4A7C15) ^ hi
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xFF51AFD7ED558CCD)
+    return x ^ (x >> np.uint64(33))
+
+
 @njit
-def _add_piece(buf, start, n, count, h, slots, hashes, starts, lens, counts, pool, meta):
-    """Add `count` to the piece buf[start:start + n] (hash h); returns the table's arrays (new ones
-    when it grew)."""
+def _short_grow(ka, kb, sc):
+    cap = len(ka) * 2
+    a2 = np.zeros(cap, np.uint64)
+    b2 = np.zeros(cap, np.uint64)
+    c2 = np.zeros(cap, np.int64)
+    mask = np.uint64(cap - 1)
+    for j in range(len(ka)):
+        if kb[j] != 0:
+            t = _short_hash(ka[j], kb[j]) & mask
+            while b2[t] != 0:
+                t = (t + np.uint64(1)) & mask
+            a2[t] = ka[j]
+            b2[t] = kb[j]
+            c2[t] = sc[j]
+    return a2, b2, c2
+
+
+@njit
+def _long_room(n, slots, hashes, pool, meta):
+    """A new long piece of n bytes fits without growing the table."""
+    return meta[0] + 1 <= len(hashes) and meta[1] + n <= len(pool) and 2 * (meta[0] + 1) <= len(slots)
+
+
+@njit
+def _insert_long(buf, start, n, count, slots, hashes, starts, lens, counts, pool, meta):
+    """Add `count` to the long piece buf[start:start + n] (the caller checked `_long_room`)."""
+    h = _hash_bytes(buf, start, n)
     mask = np.uint64(len(slots) - 1)
     j = h & mask
     while True:
@@ -97,25 +150,18 @@ def _add_piece(buf, start, n, count, h, slots, hashes, starts, lens, counts, poo
             break
         e -= 1
         if hashes[e] == h and lens[e] == n:
-            s = starts[e]
+            st = starts[e]
             same = True
             for k in range(n):
-                if pool[s + k] != buf[start + k]:
+                if pool[st + k] != buf[start + k]:
                     same = False
                     break
             if same:
                 counts[e] += count
-                return slots, hashes, starts, lens, counts, pool
+                return
         j = (j + np.uint64(1)) & mask
     ne = meta[0]
     used = meta[1]
-    if ne == len(hashes):
-        hashes, starts, lens, counts = _grow_entries(hashes, starts, lens, counts)
-    if used + n > len(pool):
-        cap = max(len(pool) * 2, used + n)
-        p2 = np.zeros(cap, np.uint8)
-        p2[:used] = pool[:used]
-        pool = p2
     for k in range(n):
         pool[used + k] = buf[start + k]
     hashes[ne] = h
@@ -125,55 +171,145 @@ def _add_piece(buf, start, n, count, h, slots, hashes, starts, lens, counts, poo
     meta[0] = ne + 1
     meta[1] = used + n
     slots[j] = ne + 1
-    if 2 * (ne + 1) > len(slots):  # keep the slots at most half full
-        slots = _rehash(len(slots) * 2, hashes, ne + 1)
-    return slots, hashes, starts, lens, counts, pool
 
 
 @njit
-def count_rows(data, offsets, row_lo, row_hi, kind, s1, s2, slots, hashes, starts, lens, counts, pool, meta):
-    """Add the pieces of rows row_lo..row_hi (data[offsets[r]:offsets[r + 1]]), split by scanner
-    `kind` (scan.PAT_*), to the table; returns its arrays (new ones when it grew)."""
+def count_rows(data, offsets, row, pos, row_hi, kind, s1, s2, ka, kb, sc, slots, hashes, starts, lens, counts,
+               pool, meta):
+    """Add the pieces of rows row..row_hi (data[offsets[r]:offsets[r + 1]]; row `row` from byte
+    `pos`, a piece boundary, or its start when pos < 0), split by scanner `kind` (scan.PAT_*), to the
+    table. Returns (row, pos) where it stopped: (row_hi, 0) when done, else the table must grow first
+    (`grow_table`). The arrays are never replaced in here: a loop replacing them pays reference-count
+    updates on every piece, several times the probe itself."""
     bp, s1p, s2p, a0 = scan_pointers(data, s1, s2)
-    for r in range(row_lo, row_hi):
-        pos = np.int64(offsets[r])
+    mask = np.uint64(len(ka) - 1)
+    n_short = meta[2]
+    r = row
+    while r < row_hi:
         end = np.int64(offsets[r + 1])
-        while pos < end:
-            stop = call_scanner(kind, bp, pos, end, s1p, s2p, a0)
-            n = stop - pos
-            h = _hash_bytes(data, pos, n)
-            slots, hashes, starts, lens, counts, pool = _add_piece(
-                data, pos, n, np.int64(1), h, slots, hashes, starts, lens, counts, pool, meta)
-            pos = stop
-    return slots, hashes, starts, lens, counts, pool
+        p = np.int64(offsets[r]) if pos < 0 else np.int64(pos)
+        pos = -1
+        while p < end:
+            stop = call_scanner(kind, bp, p, end, s1p, s2p, a0)
+            n = stop - p
+            if n <= SHORT:
+                if 2 * (n_short + 1) > len(ka):
+                    meta[2] = n_short
+                    return r, p
+                lo, hi = _short_keys(data, p, n)
+                j = _short_hash(lo, hi) & mask
+                while True:
+                    bj = kb[j]
+                    if bj == hi and ka[j] == lo:
+                        sc[j] += 1
+                        break
+                    if bj == 0:
+                        ka[j] = lo
+                        kb[j] = hi
+                        sc[j] = 1
+                        n_short += 1
+                        break
+                    j = (j + np.uint64(1)) & mask
+            else:
+                if not _long_room(n, slots, hashes, pool, meta):
+                    meta[2] = n_short
+                    return r, p
+                _insert_long(data, p, n, np.int64(1), slots, hashes, starts, lens, counts, pool, meta)
+            p = stop
+        r += 1
+    meta[2] = n_short
+    return r, np.int64(0)
 
 
 @njit
-def add_pieces(buf, piece_offsets, piece_counts, slots, hashes, starts, lens, counts, pool, meta):
-    """Add piece i = buf[piece_offsets[i]:piece_offsets[i + 1]] seen piece_counts[i] times (another
-    table's entries, or pieces split outside the kernels)."""
-    for i in range(len(piece_counts)):
+def add_pieces(i0, buf, piece_offsets, piece_counts, ka, kb, sc, slots, hashes, starts, lens, counts, pool, meta):
+    """Add pieces i0.. (piece i = buf[piece_offsets[i]:piece_offsets[i + 1]] seen piece_counts[i]
+    times: another table's entries, or pieces split outside the kernels). Returns where it stopped
+    (len(piece_counts) when done, else the table must grow first)."""
+    mask = np.uint64(len(ka) - 1)
+    n_short = meta[2]
+    for i in range(i0, len(piece_counts)):
         s = np.int64(piece_offsets[i])
         n = np.int64(piece_offsets[i + 1]) - s
-        h = _hash_bytes(buf, s, n)
-        slots, hashes, starts, lens, counts, pool = _add_piece(
-            buf, s, n, np.int64(piece_counts[i]), h, slots, hashes, starts, lens, counts, pool, meta)
-    return slots, hashes, starts, lens, counts, pool
+        c = np.int64(piece_counts[i])
+        if n <= SHORT:
+            if 2 * (n_short + 1) > len(ka):
+                meta[2] = n_short
+                return i
+            lo, hi = _short_keys(buf, s, n)
+            j = _short_hash(lo, hi) & mask
+            while True:
+                bj = kb[j]
+                if bj == hi and ka[j] == lo:
+                    sc[j] += c
+                    break
+                if bj == 0:
+                    ka[j] = lo
+                    kb[j] = hi
+                    sc[j] = c
+                    n_short += 1
+                    break
+                j = (j + np.uint64(1)) & mask
+        else:
+            if not _long_room(n, slots, hashes, pool, meta):
+                meta[2] = n_short
+                return i
+            _insert_long(buf, s, n, c, slots, hashes, starts, lens, counts, pool, meta)
+    meta[2] = n_short
+    return len(piece_counts)
 
 
 @njit
-def table_pieces(starts, lens, pool, n):
-    """The first n entries' bytes packed: (bytes, offsets)."""
+def grow_table(ka, kb, sc, slots, hashes, starts, lens, counts, pool, meta, need_bytes):
+    """The table's arrays with room for one more short piece, and one more long one of
+    `need_bytes` bytes (each part doubled when it is full)."""
+    if 2 * (meta[2] + 1) > len(ka):
+        ka, kb, sc = _short_grow(ka, kb, sc)
+    if meta[0] + 1 > len(hashes):
+        hashes, starts, lens, counts = _grow_entries(hashes, starts, lens, counts)
+    if meta[1] + need_bytes > len(pool):
+        p2 = np.zeros(max(2 * len(pool), meta[1] + need_bytes), np.uint8)
+        p2[:meta[1]] = pool[:meta[1]]
+        pool = p2
+    if 2 * (meta[0] + 1) > len(slots):
+        slots = _rehash(len(slots) * 2, hashes, meta[0])
+    return ka, kb, sc, slots, hashes, starts, lens, counts, pool
+
+
+@njit
+def table_pieces(ka, kb, sc, starts, lens, counts, pool, meta):
+    """Every piece of the table packed: (bytes, offsets, counts), the short ones first."""
+    n_short = meta[2]
+    n_long = meta[0]
+    n = n_short + n_long
     offs = np.zeros(n + 1, np.int64)
-    for e in range(n):
-        offs[e + 1] = offs[e] + lens[e]
+    cnt = np.zeros(n, np.int64)
+    e = 0
+    for j in range(len(ka)):
+        if kb[j] != 0:
+            offs[e + 1] = offs[e] + np.int64(kb[j] >> np.uint64(56))
+            cnt[e] = sc[j]
+            e += 1
+    for i in range(n_long):
+        offs[e + 1] = offs[e] + lens[i]
+        cnt[e] = counts[i]
+        e += 1
     out = np.empty(offs[n], np.uint8)
-    for e in range(n):
-        s = starts[e]
+    e = 0
+    for j in range(len(ka)):
+        if kb[j] != 0:
+            o = offs[e]
+            for k in range(offs[e + 1] - o):
+                w = ka[j] if k < 8 else kb[j]
+                out[o + k] = np.uint8((w >> np.uint64(8 * (k & 7))) & np.uint64(255))
+            e += 1
+    for i in range(n_long):
+        s = starts[i]
         o = offs[e]
-        for k in range(lens[e]):
+        for k in range(lens[i]):
             out[o + k] = pool[s + k]
-    return out, offs
+        e += 1
+    return out, offs, cnt
 
 
 # ------------------------------------------------------------------ int64 -> int64 hash map (pair counts)
@@ -310,6 +446,174 @@ def _tok_find(tslots, tok_hash, tok_start, tok_len, tok_pool, h, buf, n):
 
 
 @njit
+def _count_initial(sym, w_start, w_len, w_count, w0, pk, pv, pu, pid, n_pairs, occ_pair, o):
+    """Count the pairs of words w0.. into the map, numbering new pairs densely; returns (next word,
+    pairs, occurrences written) and stops before a word that could fill the map past half."""
+    n_words = len(w_start)
+    w = w0
+    while w < n_words:
+        L = w_len[w]
+        if 2 * (n_pairs + L) > len(pk):
+            return w, n_pairs, o
+        s = w_start[w]
+        c = w_count[w]
+        for i in range(L - 1):
+            key = (np.int64(sym[s + i]) << _PAIR_SHIFT) | np.int64(sym[s + i + 1])
+            j = _map_find(pk, pu, key)
+            if not pu[j]:
+                pu[j] = True
+                pk[j] = key
+                pid[j] = n_pairs
+                n_pairs += 1
+            pv[j] += c
+            occ_pair[o] = pid[j]
+            o += 1
+        w += 1
+    return w, n_pairs, o
+
+
+@njit
+def _merge_words(q0, q_end, pos, sym, w_start, w_len, w_count, a, b, new, tl, max_length, pk, pv, pu, n_pairs,
+                 ch_key, ch_word, n_ch):
+    """Word::merge on the words pos[q0:q_end]: pair counts updated, each increment recorded as
+    (pair, word) in ch_key / ch_word. Returns (next word index, pairs, increments); it stops
+    before a word that could overfill the map or the change arrays (the caller grows them)."""
+    limit = max_length > 0
+    nlen = tl[new]
+    q = q0
+    while q < q_end:
+        w = np.int64(pos[q])
+        L = w_len[w]
+        # a word of L symbols has at most L / 2 occurrences: <= L increments, <= 2 L new pairs
+        if 2 * (n_pairs + 2 * L) > len(pk) or n_ch + L > len(ch_key):
+            return q, n_pairs, n_ch
+        s = w_start[w]
+        cw = w_count[w]
+        r = 0
+        wr = 0
+        while r < L:
+            x = sym[s + r]
+            if x == a and r + 1 < L and sym[s + r + 1] == b:
+                if wr > 0:
+                    prev = np.int64(sym[s + wr - 1])
+                    kk = (prev << _PAIR_SHIFT) | a
+                    jj = _map_find(pk, pu, kk)
+                    if not pu[jj]:  # a pair never counted (max_length): HF's entry starts at 0 too
+                        pu[jj] = True
+                        pk[jj] = kk
+                        n_pairs += 1
+                    pv[jj] -= cw
+                    if not limit or tl[prev] + nlen < max_length:
+                        kk = (prev << _PAIR_SHIFT) | new
+                        jj = _map_find(pk, pu, kk)
+                        if not pu[jj]:
+                            pu[jj] = True
+                            pk[jj] = kk
+                            n_pairs += 1
+                        pv[jj] += cw
+                        ch_key[n_ch] = kk
+                        ch_word[n_ch] = w
+                        n_ch += 1
+                if r + 2 < L:
+                    nxt = np.int64(sym[s + r + 2])
+                    kk = (b << _PAIR_SHIFT) | nxt
+                    jj = _map_find(pk, pu, kk)
+                    if not pu[jj]:
+                        pu[jj] = True
+                        pk[jj] = kk
+                        n_pairs += 1
+                    pv[jj] -= cw
+                    if not limit or tl[nxt] + nlen < max_length:
+                        kk = (new << _PAIR_SHIFT) | nxt
+                        jj = _map_find(pk, pu, kk)
+                        if not pu[jj]:
+                            pu[jj] = True
+                            pk[jj] = kk
+                            n_pairs += 1
+                        pv[jj] += cw
+                        ch_key[n_ch] = kk
+                        ch_word[n_ch] = w
+                        n_ch += 1
+                sym[s + wr] = new
+                wr += 1
+                r += 2
+            else:
+                sym[s + wr] = x
+                wr += 1
+                r += 1
+        w_len[w] = wr
+        q += 1
+    return q, n_pairs, n_ch
+
+
+@njit
+def _push_changes(n_ch, ch_key, ch_word, ch_next, step, mark, head, touched, pk, pv, pu, pos, pos_used,
+                  hc, hk, hs, hp, hl, hn, age):
+    """One new queue entry per pair that rose in this step, holding the (distinct) words where it
+    rose, when its count is positive. The changes of a pair are chained through ch_next from its
+    map slot. Entries of one step hold distinct pairs, so their push order changes nothing. The
+    caller made room: pos for n_ch more words, the heap for n_ch more entries. Returns (pos_used,
+    hn, age)."""
+    n_touched = 0
+    for i in range(n_ch):
+        jj = _map_find(pk, pu, ch_key[i])
+        if mark[jj] != step:
+            mark[jj] = step
+            head[jj] = -1
+            touched[n_touched] = jj
+            n_touched += 1
+        ch_next[i] = head[jj]
+        head[jj] = i
+    for t in range(n_touched):
+        jj = touched[t]
+        start = pos_used
+        last_w = np.int64(-1)
+        i = head[jj]
+        while i >= 0:
+            w = ch_word[i]
+            if w != last_w:  # a word's changes are adjacent: the word once
+                pos[pos_used] = w
+                pos_used += 1
+                last_w = w
+            i = ch_next[i]
+        if pv[jj] > 0:
+            hc[hn] = np.uint64(pv[jj])
+            hk[hn] = pk[jj]
+            hs[hn] = age
+            hp[hn] = start
+            hl[hn] = pos_used - start
+            age += 1
+            hn += 1
+            _sift_up(hc, hk, hs, hp, hl, hn - 1)
+        else:
+            pos_used = start
+    return pos_used, hn, age
+
+
+@njit
+def _new_token(a, b, tslots, tok_hash, ts, tl, tp, pool_used, next_id, scratch):
+    """The id of the string tokens a + b (an existing one, or next_id with its bytes appended; the
+    caller made room). Returns (id, pool bytes used)."""
+    n = tl[a] + tl[b]
+    for k in range(tl[a]):
+        scratch[k] = tp[ts[a] + k]
+    for k in range(tl[b]):
+        scratch[tl[a] + k] = tp[ts[b] + k]
+    h = _hash_bytes(scratch, 0, n)
+    new, tj = _tok_find(tslots, tok_hash, ts, tl, tp, h, scratch, n)
+    if new >= 0:
+        return new, pool_used
+    new = next_id
+    for k in range(n):
+        tp[pool_used + k] = scratch[k]
+    ts[new] = pool_used
+    tl[new] = n
+    tok_hash[new] = h
+    tslots[tj] = new + 1
+    return new, pool_used + n
+
+
+@njit
 def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known, n_ids, n_vocab, vocab_size,
           min_frequency, max_length, progress):
     """Hugging Face's merge loop (see the module docstring).
@@ -318,18 +622,21 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
     rewritten in place. Tokens: id t < n_ids has bytes tok_pool[tok_start[t]:...+tok_len[t]]
     (its length counts for `max_length`) and is found by a merge yielding those bytes when
     tok_known[t]. `n_vocab` is the vocabulary's size before merging (Hugging Face's word_to_id), <=
-    n_ids. `max_length` <= 0: no limit. `progress[0]` is set to the merges done so far.
+    n_ids. `max_length` <= 0: no limit. `progress` (int64[4]) counts the merges done, the
+    words visited, the pair increments and the queue pops, while it runs.
 
     Returns (merge_left, merge_right, merge_new): every merge in order (a pair can repeat), and
-    (tok_pool, tok_start, tok_len) with the tokens the merges added."""
+    (tok_pool, tok_start, tok_len) with the tokens the merges added.
+
+    The loops over words and changes are helpers that never replace their arrays (growing happens
+    here, between them): a loop that may replace an array pays reference-count updates on every turn."""
     n_words = len(w_start)
-    limit = max_length > 0
-    # token table: bytes -> id
+    # token table: bytes -> id (room for every id this call can make)
+    cap_ids = max(vocab_size, n_ids) + n_ids + 1
     tcap = 1
-    while tcap < 4 * (vocab_size + n_ids + 16):
+    while tcap < 4 * cap_ids:
         tcap *= 2
     tslots = np.zeros(tcap, np.int64)
-    cap_ids = max(vocab_size, n_ids) + 1
     tok_hash = np.zeros(cap_ids, np.uint64)
     ts = np.zeros(cap_ids, np.int64)
     tl = np.zeros(cap_ids, np.int64)
@@ -345,43 +652,30 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
             if found < 0:
                 tslots[j] = t + 1
     next_id = np.int64(n_ids)
+    scratch = np.zeros(256, np.uint8)
 
-    # pair counts: key = left << 32 | right; ids[slot] = dense pair number (for grouping)
-    pcap = 1 << 10
+    # pair counts: key = left << 32 | right, an open-addressing map sized by the distinct pairs
+    # (grown as they come), not by the occurrences: a small map stays in cache
     total = np.int64(0)
     for w in range(n_words):
         if w_len[w] > 1:
             total += w_len[w] - 1
-    while pcap < 2 * total + 16:
-        pcap *= 2
-    pk = np.zeros(pcap, np.int64)
-    pv = np.zeros(pcap, np.int64)
-    pu = np.zeros(pcap, np.bool_)
-    pid = np.zeros(pcap, np.int64)
+    pk = np.zeros(1 << 16, np.int64)
+    pv = np.zeros(1 << 16, np.int64)
+    pu = np.zeros(1 << 16, np.bool_)
+    pid = np.zeros(1 << 16, np.int64)
     n_pairs = np.int64(0)
     occ_pair = np.empty(total, np.int64)  # dense pair number of each adjacent pair, in word order
-    o = 0
-    for w in range(n_words):
-        s = w_start[w]
-        c = w_count[w]
-        for i in range(w_len[w] - 1):
-            key = (np.int64(sym[s + i]) << _PAIR_SHIFT) | np.int64(sym[s + i + 1])
-            j = _map_find(pk, pu, key)
-            if not pu[j]:
-                pu[j] = True
-                pk[j] = key
-                pid[j] = n_pairs
-                n_pairs += 1
-            pv[j] += c
-            occ_pair[o] = pid[j]
-            o += 1
-    # where_to_update: the words of each pair, ascending and distinct, as one slice per pair
+    w = np.int64(0)
+    o = np.int64(0)
+    while w < n_words:
+        w, n_pairs, o = _count_initial(sym, w_start, w_len, w_count, w, pk, pv, pu, pid, n_pairs, occ_pair, o)
+        if w < n_words:
+            pk, pv, pu, pid = _map_grow(pk, pv, pu, pid)
+    # where_to_update: the words of each pair, ascending and distinct, one slice per pair
     first = np.zeros(n_pairs + 1, np.int64)
-    o = 0
-    for w in range(n_words):
-        for i in range(w_len[w] - 1):
-            first[occ_pair[o] + 1] += 1
-            o += 1
+    for i in range(total):
+        first[occ_pair[i] + 1] += 1
     for p in range(n_pairs):
         first[p + 1] += first[p]
     fill = first[:n_pairs].copy()
@@ -396,7 +690,8 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
             pos[fill[p]] = w
             fill[p] += 1
     pos_used = total
-    # heap: count, pair key, age, pos start, pos length
+    occ_pair = occ_pair[:0]
+    # the queue: count, pair key, age, word-set start and length
     hcap = max(n_pairs * 2, 1024)
     hc = np.zeros(hcap, np.uint64)
     hk = np.zeros(hcap, np.int64)
@@ -407,11 +702,11 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
     age = np.int64(0)
     pair_key = np.zeros(n_pairs, np.int64)
     pair_count = np.zeros(n_pairs, np.int64)
-    for j in range(pcap):
+    for j in range(len(pk)):
         if pu[j]:
             pair_key[pid[j]] = pk[j]
             pair_count[pid[j]] = pv[j]
-    order = np.argsort(pair_key)  # push in pair order: ages then never depend on the word order
+    order = np.argsort(pair_key)  # pushed in pair order: the ages never depend on the word order
     for q in range(n_pairs):
         p = order[q]
         if pair_count[p] > 0:
@@ -423,19 +718,21 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
             age += 1
             hn += 1
             _sift_up(hc, hk, hs, hp, hl, hn - 1)
-    occ_pair = occ_pair[:0]
 
     m_left = np.zeros(max(vocab_size, 16), np.int64)
     m_right = np.zeros(max(vocab_size, 16), np.int64)
     m_new = np.zeros(max(vocab_size, 16), np.int64)
     n_merges = np.int64(0)
-    # the positive changes of one step: (pair key, word)
-    ch_key = np.zeros(1024, np.int64)
-    ch_word = np.zeros(1024, np.int64)
-    scratch = np.zeros(256, np.uint8)
+    ch_key = np.zeros(1 << 12, np.int64)  # the increments of one step: (pair key, word)
+    ch_word = np.zeros(1 << 12, np.int64)
+    ch_next = np.zeros(1 << 12, np.int64)
+    touched = np.zeros(1 << 12, np.int64)
+    mark = np.full(len(pk), -1, np.int64)  # per map slot: the step that last touched it
+    head = np.zeros(len(pk), np.int64)  # ... and its last change in that step
     while n_vocab < vocab_size:
         if hn == 0:
             break
+        progress[3] += 1
         c = hc[0]
         key = hk[0]
         ps = hp[0]
@@ -444,8 +741,7 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
         if hn > 0:
             _swap(hc, hk, hs, hp, hl, 0, hn)
             _sift_down(hc, hk, hs, hp, hl, hn)
-        j = _map_find(pk, pu, key)
-        cur = pv[j]
+        cur = pv[_map_find(pk, pu, key)]
         if c != np.uint64(cur):
             # stale: back with the current count (as Hugging Face's `count as u64`) and the same words
             hc[hn] = np.uint64(cur)
@@ -461,39 +757,14 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
             break
         a = key >> _PAIR_SHIFT
         b = key & _LOW32
-        # the new token's bytes
         n = tl[a] + tl[b]
         if n > len(scratch):
             scratch = np.zeros(2 * n, np.uint8)
-        for k in range(tl[a]):
-            scratch[k] = tp[ts[a] + k]
-        for k in range(tl[b]):
-            scratch[tl[a] + k] = tp[ts[b] + k]
-        h = _hash_bytes(scratch, 0, n)
-        new, tj = _tok_find(tslots, tok_hash, ts, tl, tp, h, scratch, n)
-        if new < 0:
-            new = next_id
+        tp = _grow_u8(tp, pool_used + n)
+        new, pool_used = _new_token(a, b, tslots, tok_hash, ts, tl, tp, pool_used, next_id, scratch)
+        if new == next_id:
             next_id += 1
-            if new >= len(tl):
-                tok_hash = _grow_u64(tok_hash, new + 1)
-                ts = _grow_i64(ts, new + 1)
-                tl = _grow_i64(tl, new + 1)
-            tp = _grow_u8(tp, pool_used + n)
-            for k in range(n):
-                tp[pool_used + k] = scratch[k]
-            ts[new] = pool_used
-            tl[new] = n
-            tok_hash[new] = h
-            pool_used += n
-            tslots[tj] = new + 1
             n_vocab += 1
-            if 2 * next_id > len(tslots):
-                tslots = np.zeros(len(tslots) * 2, np.int64)
-                for t in range(next_id):
-                    if t >= n_ids or tok_known[t]:
-                        f, jj = _tok_find(tslots, tok_hash, ts, tl, tp, tok_hash[t], tp[ts[t]:], tl[t])
-                        if f < 0:
-                            tslots[jj] = t + 1
         if n_merges == len(m_left):
             m_left = _grow_i64(m_left, n_merges + 1)
             m_right = _grow_i64(m_right, n_merges + 1)
@@ -503,115 +774,36 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
         m_new[n_merges] = new
         n_merges += 1
         progress[0] = n_merges
+        progress[1] += pl
 
         # merge the pair in the entry's words, as Word::merge does
-        n_ch = 0
-        nlen = tl[new]
-        for q in range(ps, ps + pl):
-            w = np.int64(pos[q])
-            s = w_start[w]
-            L = w_len[w]
-            cw = w_count[w]
-            # keep the pair map at most half full (a word adds at most 2 pairs per occurrence)
-            while 2 * (n_pairs + 2 * L) > len(pk):
-                pk, pv, pu, pid = _map_grow(pk, pv, pu, pid)
-            r = 0
-            wr = 0
-            hit = False
-            while r < L:
-                x = sym[s + r]
-                if x == a and r + 1 < L and sym[s + r + 1] == b:
-                    hit = True
-                    if wr > 0:
-                        prev = np.int64(sym[s + wr - 1])
-                        kk = (prev << _PAIR_SHIFT) | a
-                        jj = _map_find(pk, pu, kk)
-                        if not pu[jj]:  # a pair never counted (max_length): HF's entry starts at 0 too
-                            pu[jj] = True
-                            pk[jj] = kk
-                            n_pairs += 1
-                        pv[jj] -= cw
-                        if not limit or tl[prev] + nlen < max_length:
-                            kk = (prev << _PAIR_SHIFT) | new
-                            jj = _map_find(pk, pu, kk)
-                            if not pu[jj]:
-                                pu[jj] = True
-                                pk[jj] = kk
-                                n_pairs += 1
-                            pv[jj] += cw
-                            if n_ch == len(ch_key):
-                                ch_key = _grow_i64(ch_key, n_ch + 1)
-                                ch_word = _grow_i64(ch_word, n_ch + 1)
-                            ch_key[n_ch] = kk
-                            ch_word[n_ch] = w
-                            n_ch += 1
-                    if r + 2 < L:
-                        nxt = np.int64(sym[s + r + 2])
-                        kk = (b << _PAIR_SHIFT) | nxt
-                        jj = _map_find(pk, pu, kk)
-                        if not pu[jj]:  # a pair never counted (max_length): HF's entry starts at 0 too
-                            pu[jj] = True
-                            pk[jj] = kk
-                            n_pairs += 1
-                        pv[jj] -= cw
-                        if not limit or tl[nxt] + nlen < max_length:
-                            kk = (new << _PAIR_SHIFT) | nxt
-                            jj = _map_find(pk, pu, kk)
-                            if not pu[jj]:
-                                pu[jj] = True
-                                pk[jj] = kk
-                                n_pairs += 1
-                            pv[jj] += cw
-                            if n_ch == len(ch_key):
-                                ch_key = _grow_i64(ch_key, n_ch + 1)
-                                ch_word = _grow_i64(ch_word, n_ch + 1)
-                            ch_key[n_ch] = kk
-                            ch_word[n_ch] = w
-                            n_ch += 1
-                    sym[s + wr] = new
-                    wr += 1
-                    r += 2
-                else:
-                    sym[s + wr] = x
-                    wr += 1
-                    r += 1
-            if hit:
-                w_len[w] = wr
+        n_ch = np.int64(0)
+        q = ps
+        while q < ps + pl:
+            q, n_pairs, n_ch = _merge_words(q, ps + pl, pos, sym, w_start, w_len, w_count, a, b, new, tl,
+                                            max_length, pk, pv, pu, n_pairs, ch_key, ch_word, n_ch)
+            if q < ps + pl:  # room for the next word
+                L = w_len[np.int64(pos[q])]
+                while 2 * (n_pairs + 2 * L) > len(pk):
+                    pk, pv, pu, pid = _map_grow(pk, pv, pu, pid)
+                ch_key = _grow_i64(ch_key, n_ch + L)
+                ch_word = _grow_i64(ch_word, n_ch + L)
+        progress[2] += n_ch
         if n_ch > 0:
-            # one new entry per pair that rose, with the (distinct) words where it rose
-            idx = np.argsort(ch_key[:n_ch], kind="mergesort")
-            q = 0
-            while q < n_ch:
-                kk = ch_key[idx[q]]
-                start = pos_used
-                last_w = np.int64(-1)
-                while q < n_ch and ch_key[idx[q]] == kk:
-                    w = ch_word[idx[q]]
-                    if w != last_w:
-                        pos = _grow_i32(pos, pos_used + 1)
-                        pos[pos_used] = w
-                        pos_used += 1
-                        last_w = w
-                    q += 1
-                jj = _map_find(pk, pu, kk)
-                if pv[jj] > 0:
-                    if hn == len(hc):
-                        hc = _grow_u64(hc, hn + 1)
-                        hk = _grow_i64(hk, hn + 1)
-                        hs = _grow_i64(hs, hn + 1)
-                        hp = _grow_i64(hp, hn + 1)
-                        hl = _grow_i64(hl, hn + 1)
-                    hc[hn] = np.uint64(pv[jj])
-                    hk[hn] = kk
-                    hs[hn] = age
-                    hp[hn] = start
-                    hl[hn] = pos_used - start
-                    age += 1
-                    hn += 1
-                    _sift_up(hc, hk, hs, hp, hl, hn - 1)
-                else:
-                    pos_used = start
-            if pos_used > 4 * len(w_start) + 4 * total and pos_used > (1 << 20):
+            if len(mark) != len(pk):
+                mark = np.full(len(pk), -1, np.int64)
+                head = np.zeros(len(pk), np.int64)
+            ch_next = _grow_i64(ch_next, n_ch)
+            touched = _grow_i64(touched, n_ch)
+            pos = _grow_i32(pos, pos_used + n_ch)
+            hc = _grow_u64(hc, hn + n_ch)
+            hk = _grow_i64(hk, hn + n_ch)
+            hs = _grow_i64(hs, hn + n_ch)
+            hp = _grow_i64(hp, hn + n_ch)
+            hl = _grow_i64(hl, hn + n_ch)
+            pos_used, hn, age = _push_changes(n_ch, ch_key, ch_word, ch_next, n_merges, mark, head, touched,
+                                              pk, pv, pu, pos, pos_used, hc, hk, hs, hp, hl, hn, age)
+            if pos_used > 4 * n_words + 4 * total and pos_used > (1 << 20):
                 pos, pos_used = _compact(pos, hp, hl, hn)
     return (m_left[:n_merges].copy(), m_right[:n_merges].copy(), m_new[:n_merges].copy(),
             tp[:pool_used].copy(), ts[:next_id].copy(), tl[:next_id].copy())
@@ -650,17 +842,16 @@ def warm() -> None:
 
     load_scanner(PAT_O200K)
     s1, s2, _ = class_tables()
-    data = np.frombuffer(b"hello hello world", np.uint8)
-    offsets = np.array([0, 11, 17], np.int64)
+    data = np.frombuffer(b"hello hello world, a longer_piece_than_fifteen_bytes", np.uint8)
+    offsets = np.array([0, 11, len(data)], np.int64)
     t = new_table()
-    arrays = count_rows(data, offsets, 0, 2, PAT_O200K, s1, s2, *t)
-    meta = t[6]
-    slots, hashes, starts, lens, counts, pool = arrays
-    out, offs = table_pieces(starts, lens, pool, meta[0])
-    t2 = new_table()
-    add_pieces(out, offs, counts[:meta[0]].copy(), *t2)
+    count_rows(data, offsets, 0, -1, 2, PAT_O200K, s1, s2, *t)
+    t = (*grow_table(*t, 64), t[9])
+    ka, kb, sc, slots, hashes, starts, lens, counts, pool, meta = t
+    buf, offs, cnt = table_pieces(ka, kb, sc, starts, lens, counts, pool, meta)
+    add_pieces(0, buf, offs, cnt, *new_table())
     sym = np.array([1, 2, 1, 2, 3], np.int32)
     pool0 = np.arange(4, dtype=np.uint8)
     train(sym, np.array([0, 2], np.int64), np.array([2, 3], np.int64), np.array([2, 1], np.int64), pool0,
           np.arange(4, dtype=np.int64), np.ones(4, np.int64), np.ones(4, np.bool_), 4, 4, 8, 0, 0,
-          np.zeros(1, np.int64))
+          np.zeros(4, np.int64))

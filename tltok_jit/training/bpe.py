@@ -168,7 +168,7 @@ def train_from_counts(pieces: PieceCounts, vocab_size: int, *, pattern: str, spe
     w_start = pieces.offsets[:-1].astype(np.int64)
     w_len = np.diff(pieces.offsets).astype(np.int64)
     w_count = pieces.counts.astype(np.int64)
-    done = np.zeros(1, np.int64)
+    done = np.zeros(4, np.int64)
     args = (sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, known, n_ids, len(w2id), int(vocab_size),
             int(min_frequency), int(max_token_length or 0), done)
     if progress is None:

@@ -37,20 +37,26 @@ class _Table:
         self.arrays = K.new_table()
 
     def add_rows(self, data, offsets, lo, hi, kind, s1, s2):
-        slots, hashes, starts, lens, counts, pool, meta = self.arrays
-        out = K.count_rows(data, offsets, lo, hi, kind, s1, s2, slots, hashes, starts, lens, counts, pool, meta)
-        self.arrays = (*out, meta)
+        row, pos = lo, -1
+        while row < hi:
+            row, pos = K.count_rows(data, offsets, row, pos, hi, kind, s1, s2, *self.arrays)
+            if row < hi:  # the table is full: grow it, go on from that piece
+                self._grow(int(offsets[row + 1] - pos))
 
     def add_pieces(self, buf, offs, cnts):
-        slots, hashes, starts, lens, counts, pool, meta = self.arrays
-        out = K.add_pieces(buf, offs, cnts, slots, hashes, starts, lens, counts, pool, meta)
-        self.arrays = (*out, meta)
+        i = 0
+        while i < len(cnts):
+            i = K.add_pieces(i, buf, offs, cnts, *self.arrays)
+            if i < len(cnts):
+                self._grow(int(offs[i + 1] - offs[i]))
+
+    def _grow(self, need_bytes: int) -> None:
+        meta = self.arrays[-1]
+        self.arrays = (*K.grow_table(*self.arrays, need_bytes), meta)
 
     def pieces(self) -> PieceCounts:
-        _, _, starts, lens, counts, pool, meta = self.arrays
-        n = int(meta[0])
-        data, offs = K.table_pieces(starts, lens, pool, n)
-        return PieceCounts(data, offs, counts[:n].copy())
+        ka, kb, sc, _, _, starts, lens, counts, pool, meta = self.arrays
+        return PieceCounts(*K.table_pieces(ka, kb, sc, starts, lens, counts, pool, meta))
 
 
 def count_pieces(batches: Iterable[Batch], pattern: str, *, num_threads: int | None = None,
