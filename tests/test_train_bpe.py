@@ -338,3 +338,46 @@ def test_initial_ids_are_hf_order():
     v = initial_vocabulary(["<s>", "<s>", "!"])
     assert v["<s>"] == 0 and v["!"] == 1 and len(v) == 257
     assert list(v)[2] == '"'  # code point order of the byte-level characters
+
+
+# ------------------------------------------------------------------ the CLI
+def test_cli_train_writes_what_train_bpe_gives(tmp_path, capsys):
+    from tltok_jit.integrations.cli import main
+
+    lines = corpus("english")[:2000]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.txt").write_text("".join(lines), encoding="utf-8")
+    out = tmp_path / "tok.json"
+    assert main(["train", str(tmp_path / "data"), "--vocab-size", "600", "--pattern", "o200k_base",
+                 "-o", str(out), "--special", "<|endoftext|>", "--min-frequency", "2"]) == 0
+    want = train_bpe(lines, 600, special_tokens=["<|endoftext|>"], min_frequency=2)
+    assert json.loads(out.read_text(encoding="utf-8")) == tokenizer_json(want)
+    assert main(["train", str(tmp_path / "data"), "--vocab-size", "600", "-o", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    rank_file = tmp_path / "tok.tiktoken"
+    assert main(["train", str(tmp_path / "data"), "--vocab-size", "600", "-o", str(rank_file), "--quiet"]) == 0
+    from tiktoken.load import load_tiktoken_bpe
+
+    assert load_tiktoken_bpe(str(rank_file)) == train_bpe(lines, 600).ranks
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["--vocab-size", "100"], "--vocab-size"),
+    (["--vocab-size", "600", "--pattern", "nonesuch"], "--pattern"),
+    (["--vocab-size", "600", "--min-frequency", "-3"], "--min-frequency"),
+    (["--vocab-size", "600", "--special", "<s>", "--special", ""], "--special"),
+])
+def test_cli_errors_name_the_flag_without_traceback(tmp_path, capsys, args, flag):
+    from tltok_jit.integrations.cli import main
+
+    (tmp_path / "a.txt").write_text("hello world\n", encoding="utf-8")
+    assert main(["train", str(tmp_path / "a.txt"), "-o", str(tmp_path / "t.json"), *args]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_cli_missing_input(tmp_path, capsys):
+    from tltok_jit.integrations.cli import main
+
+    assert main(["train", str(tmp_path / "nope"), "--vocab-size", "600", "-o", str(tmp_path / "t.json")]) == 2
+    assert "INPUT" in capsys.readouterr().err
