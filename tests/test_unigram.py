@@ -475,6 +475,17 @@ def test_xlmr_style(shared_path, tmp_path):
         e = hf.encode(t, t[::-1])
         assert ours.encode_pair(t, t[::-1]) == (e.ids, e.type_ids)
         assert ours.decode(e.ids) == hf.decode(e.ids)
+    # the file's own truncation and padding, as encode_batch applies them
+    d["truncation"] = {"direction": "Right", "max_length": 16, "strategy": "LongestFirst", "stride": 0}
+    d["padding"] = {"strategy": "BatchLongest", "direction": "Left", "pad_to_multiple_of": 8, "pad_id": 3,
+                    "pad_type_id": 0, "pad_token": "<unk>"}
+    p.write_text(json.dumps(d), encoding="utf-8")
+    ours, hf = _pair(str(p))
+    for pairs in (None, texts[100:150]):
+        enc = hf.encode_batch(texts[:50] if pairs is None else list(zip(texts[:50], pairs)))
+        got = ours.encode_batch_padded(texts[:50], pairs, add_special_tokens=True)
+        assert got.input_ids.tolist() == [e.ids for e in enc]
+        assert got.attention_mask.tolist() == [e.attention_mask for e in enc]
 
 
 # ------------------------------------------------------------------ hand-made vocabularies
@@ -612,12 +623,22 @@ def test_pairs_and_type_ids(trained, test_lines, add):
         assert ours.encode_pair(x, y, add_special_tokens=add) == (e.ids, e.type_ids)
     hf.enable_padding(pad_id=1, pad_type_id=0)
     for pairs in (None, b):
-        enc = hf.encode_batch(a if pairs is None else list(zip(a, pairs)), add_special_tokens=add)
-        got = ours.encode_batch_padded(a, pairs, add_special_tokens=add, pad_id=1)
-        assert got.input_ids.tolist() == [e.ids for e in enc]
-        assert got.attention_mask.tolist() == [e.attention_mask for e in enc]
-        if pairs is not None or add:
-            assert got.token_type_ids.tolist() == [e.type_ids for e in enc]
+        for trunc in (None, ("longest_first", "right"), ("longest_first", "left")):
+            if trunc is None:
+                hf.no_truncation()
+                opts = {}
+            else:
+                hf.enable_truncation(max_length=24, strategy=trunc[0], direction=trunc[1])
+                opts = dict(truncation=trunc[0], max_length=24, truncation_side=trunc[1])
+            enc = hf.encode_batch(a if pairs is None else list(zip(a, pairs)), add_special_tokens=add)
+            got = ours.encode_batch_padded(a, pairs, add_special_tokens=add, pad_id=1, **opts)
+            assert got.input_ids.tolist() == [e.ids for e in enc]
+            assert got.attention_mask.tolist() == [e.attention_mask for e in enc]
+            if pairs is not None:
+                assert got.token_type_ids.tolist() == [e.type_ids for e in enc]
+    got = ours.encode_batch_padded(pa.array(a), pa.array(b), add_special_tokens=add, pad_id=1)
+    hf.no_truncation()
+    assert got.input_ids.tolist() == [e.ids for e in hf.encode_batch(list(zip(a, b)), add_special_tokens=add)]
     hf.no_padding()
 
 

@@ -675,65 +675,39 @@ class UnigramTokenizer(Tokenizer):
         b = None if pair is None else self.encode(pair)
         return self._template_rows(a, b, add_special_tokens)
 
-    def encode_batch_padded(self, texts, pairs=None, *, add_special_tokens: bool = False, **kwargs):
-        """A `tltok_jit.padding.PaddedBatch` of single texts or (with `pairs`, or a list of (a, b)
-        tuples) text pairs, with the template's ids and type ids when add_special_tokens. The options
-        are the contract's; truncation and overflow windows are for single texts without the template."""
-        if pairs is None and isinstance(texts, (list, tuple)) and texts and all(
-                isinstance(t, tuple) and len(t) == 2 for t in texts):  # [(a, b), ...], as HF's encode_batch
-            texts, pairs = [a for a, _ in texts], [b for _, b in texts]
-        if pairs is None and not (add_special_tokens and self.model.template is not None):
-            return super().encode_batch_padded(texts, **kwargs)
-        from ..errors import PaddingError
-        from ..padding import pad_rows
+    def encode_batch_padded(self, texts, pairs=None, *, num_threads: int | None = None, **options):
+        """A `tltok_jit.padding.PaddedBatch` of single texts or text pairs (`pairs`, or `texts` a list
+        of (a, b) tuples) through the file's template, truncation and padding; the options are
+        `tltok_jit.padding.template_batch`'s (as the WordPiece kind's)."""
+        from ..padding import split_pairs, template_batch
 
-        if kwargs.get("truncation") or kwargs.get("return_overflowing_tokens"):
-            raise PaddingError("truncation of pairs or with the template is not supported by the Unigram kind",
-                               "truncation")
-        first = self._texts(texts, "texts")
-        second = None if pairs is None else self._texts(pairs, "pairs")
-        if second is not None and len(second) != len(first):
-            raise PaddingError(f"pairs has {len(second)} rows, texts {len(first)}", "pairs")
-        threads = kwargs.get("num_threads")
-        ids_a, off_a = self.encode_batch_to_numpy(first, num_threads=threads)
-        if second is not None:
-            ids_b, off_b = self.encode_batch_to_numpy(second, num_threads=threads)
-        rows_ids, rows_types = [], []
-        for r in range(len(first)):
-            a = ids_a[off_a[r]:off_a[r + 1]].tolist()
-            b = None if second is None else ids_b[off_b[r]:off_b[r + 1]].tolist()
-            i, t = self._template_rows(a, b, add_special_tokens)
-            rows_ids.append(i)
-            rows_types.append(t)
-        off = np.zeros(len(rows_ids) + 1, np.int64)
-        np.cumsum([len(x) for x in rows_ids], out=off[1:])
-        flat = np.array([i for x in rows_ids for i in x], np.uint32)
-        flat_t = np.array([i for x in rows_types for i in x], np.uint32)
-        pad_type_id = kwargs.pop("pad_type_id", 0)
-        batch = pad_rows(flat, off, n_vocab=self.vocab_size, **kwargs)
-        opts = dict(kwargs)
-        opts["pad_id"] = pad_type_id
-        types = pad_rows(flat_t, off, n_vocab=max(int(flat_t.max()) + 1 if len(flat_t) else 1, pad_type_id + 1),
-                         **opts)
-        import dataclasses
+        texts, pairs = split_pairs(texts, pairs)
+        return template_batch(lambda rows: self._id_rows(rows, num_threads), self.vocab_size, self.model, texts,
+                              pairs, **options)
 
-        return dataclasses.replace(batch, token_type_ids=np.array(types.input_ids, copy=True))
-
-    @staticmethod
-    def _texts(texts, arg: str) -> list[str]:
+    def _id_rows(self, texts, threads):
+        """(ids, row starts, row counts) of a list of str or a string column without nulls."""
         from ..errors import PaddingError
 
-        if isinstance(texts, str):
-            raise TypeError(f"{arg} must be a batch of texts, not one str")
-        if hasattr(texts, "to_pylist"):
-            texts = texts.to_pylist()
-        elif hasattr(texts, "tolist"):
-            texts = texts.tolist()
-        out = list(texts)
-        for r, t in enumerate(out):
-            if not isinstance(t, str):
-                raise PaddingError(f"{arg}[{r}] is {t!r}: every row must be a str", arg, r)
-        return out
+        if isinstance(texts, (str, bytes)):
+            raise TypeError(f"texts must be a list of str or a string column, not one {type(texts).__name__}")
+        if isinstance(texts, (list, tuple)):
+            for r, t in enumerate(texts):
+                if not isinstance(t, str):
+                    raise PaddingError(f"texts[{r}] is {t!r}: every row must be a str", "texts", r)
+            ids, off = self.encode_batch_to_numpy(texts, num_threads=threads)
+            return ids, off[:-1], np.diff(off)
+        import pyarrow as pa
+
+        res = self.encode_arrow(texts, num_threads=threads, large_list=True)
+        if not isinstance(res, (pa.Array, pa.ChunkedArray)):  # a pandas Series in
+            res = pa.array(list(res), pa.large_list(pa.uint32()))
+        col = res.combine_chunks() if isinstance(res, pa.ChunkedArray) else res
+        if col.null_count:
+            r = int(np.flatnonzero(np.asarray(col.is_null()))[0])
+            raise PaddingError(f"texts row {r} is null: every row must be a string", "texts", r)
+        o = np.asarray(col.offsets, np.int64)
+        return np.asarray(col.values, np.uint32), o[:-1], np.diff(o)
 
     def __repr__(self) -> str:
         return f"<UnigramTokenizer {self.name!r} vocab_size={self.vocab_size}>"

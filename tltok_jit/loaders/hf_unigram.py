@@ -8,7 +8,8 @@ Supported subset (anything else is refused with `UnsupportedTokenizerError` nami
   of them with NFC / NFKC only first.
 * pre_tokenizer: null, `Metaspace` (`replacement`, `prepend_scheme` always / first / never, `split`),
   `WhitespaceSplit`, or a `Sequence` [WhitespaceSplit, Metaspace] (either alone in a Sequence too).
-* post_processor: null or `TemplateProcessing` (single and pair templates, type ids).
+* post_processor: null, `TemplateProcessing` or `BertProcessing` (single and pair templates, type ids).
+* truncation / padding: kept for `encode_batch_padded` (model.pipeline.batch_settings), as WordPiece's.
 * decoder: null, `Metaspace`, `ByteFallback`, `Fuse`, `Strip`, `Replace` (a String pattern), or a
   `Sequence` of them.
 * added_tokens: `special`, `lstrip`, `rstrip` (whitespace taken into the match, as XLM-R's `<mask>`);
@@ -27,9 +28,11 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import TokenizerFileError, UnsupportedTokenizerError
+from ..model.pipeline.batch_settings import (Padding, Template, Truncation, read_padding, read_template,
+                                             read_truncation)
 from .hf_json import load_json, read_added_tokens, shown
 
-__all__ = ["Template", "UnigramModel", "is_unigram_file", "read_unigram_json"]
+__all__ = ["UnigramModel", "is_unigram_file", "read_unigram_json", "serde_f64"]
 
 # normalizer steps: ("precompiled", charsmap bytes) | ("lowercase",) | ("strip", left, right)
 # | ("replace", pattern, content)
@@ -37,14 +40,6 @@ __all__ = ["Template", "UnigramModel", "is_unigram_file", "read_unigram_json"]
 PREPEND_SCHEMES = ("always", "first", "never")
 # a Regex Replace that is a run of one literal character (XLM-R / T5 files: " {2,}" -> " ")
 _RUN_RE = re.compile(r"([^.^$*+?{}\[\]\\|()])(?:\{([1-9][0-9]{0,3}),\}|\+)")
-
-
-@dataclass(frozen=True)
-class Template:
-    """A post-processor's single and pair templates: pieces ("A" | "B" | "ids", ids, type_id)."""
-
-    single: tuple
-    pair: tuple
 
 
 @dataclass
@@ -63,6 +58,8 @@ class UnigramModel:
     added: list = field(default_factory=list)
     strip: dict = field(default_factory=dict)  # added token content -> (lstrip, rstrip)
     template: Template | None = None
+    truncation: Truncation | None = None
+    padding: Padding | None = None
     decoder: tuple = ()   # the decoder steps, in order; () with decoder_null: tokens joined by spaces
     decoder_null: bool = True
     id_to_token: list = field(default_factory=list)
@@ -285,55 +282,6 @@ def _count(v, where: str, fieldname: str, least: int = 0, most: int | None = Non
     return v
 
 
-def _template_pieces(items, specials, known, where: str, fieldname: str, allowed: str) -> tuple:
-    if not isinstance(items, list):
-        raise TokenizerFileError(f"{where}: {fieldname} must be a list")
-    out = []
-    for k, it in enumerate(items):
-        f = f"{fieldname}[{k}]"
-        if not isinstance(it, dict) or len(it) != 1:
-            raise TokenizerFileError(f"{where}: {f} must be {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}")
-        (kind, body), = it.items()
-        if not isinstance(body, dict):
-            raise TokenizerFileError(f"{where}: {f}.{kind} must be an object")
-        type_id = _count(body.get("type_id", 0), where, f"{f}.{kind}.type_id", 0, 2**32 - 1)
-        if kind == "SpecialToken":
-            name = body.get("id")
-            entry = specials.get(name)
-            if not isinstance(entry, dict) or not isinstance(entry.get("ids"), list):
-                raise TokenizerFileError(f"{where}: {f} names special token {shown(name)}, which "
-                                         "post_processor.special_tokens does not define")
-            ids = tuple(entry["ids"])
-            for i in ids:
-                if not isinstance(i, int) or isinstance(i, bool) or i not in known:
-                    raise TokenizerFileError(f"{where}: post_processor.special_tokens[{name!r}] has id {shown(i)}, "
-                                             "which is no token")
-            out.append(("ids", ids, type_id))
-        elif kind == "Sequence":
-            seq = body.get("id")
-            if seq not in allowed:
-                raise UnsupportedTokenizerError(where, f"{f}.Sequence.id", seq)
-            out.append((seq, (), type_id))
-        else:
-            raise UnsupportedTokenizerError(where, f, kind)
-    if [p[0] for p in out if p[0] != "ids"] != list(allowed):
-        raise UnsupportedTokenizerError(where, fieldname, items, f"must hold {' then '.join(allowed)}, once each")
-    return tuple(out)
-
-
-def _post_processor(obj, known: set, where: str) -> Template | None:
-    if obj is None:
-        return None
-    t = _type(obj)
-    if t != "TemplateProcessing":
-        raise UnsupportedTokenizerError(where, "post_processor.type", t, "Unigram files: TemplateProcessing or null")
-    specials = obj.get("special_tokens", {})
-    if not isinstance(specials, dict):
-        raise TokenizerFileError(f"{where}: post_processor.special_tokens must be an object")
-    return Template(single=_template_pieces(obj.get("single"), specials, known, where, "post_processor.single", "A"),
-                    pair=_template_pieces(obj.get("pair"), specials, known, where, "post_processor.pair", "AB"))
-
-
 def _decoder_step(obj, where: str, fieldname: str) -> tuple:
     t = _type(obj)
     if t == "Metaspace":
@@ -455,5 +403,6 @@ def read_unigram_json(path, config=None, *, name: str | None = None) -> UnigramM
     return UnigramModel(
         source=where + (f" + {os.fspath(config)}" if config is not None else ""), name=name, pieces=pieces,
         scores=scores, unk_id=unk_id, byte_fallback=byte_fallback, normalizer=normalizer, whitespace_split=ws,
-        metaspace=meta, added=added, strip=strip, template=_post_processor(d.get("post_processor"), known_ids, where),
+        metaspace=meta, added=added, strip=strip, template=read_template(d.get("post_processor"), known_ids, where),
+        truncation=read_truncation(d.get("truncation"), where), padding=read_padding(d.get("padding"), n_ids, where),
         decoder=() if dec is None else _decoder(dec, where), decoder_null=dec is None, id_to_token=id_to_token)
