@@ -350,51 +350,74 @@ def _map_grow(keys, vals, used, ids):
 
 
 # ------------------------------------------------------------------ the queue
+# A 4-ary max-heap of rows H[i] = (count, pair key, age, word-set start, word-set length), uint64:
+# one row is 40 contiguous bytes and four siblings are adjacent, so a sift touches few cache lines
+# (the stale entries' pops and pushes are most of its work).
 @njit(inline="always")
-def _before(hc, hk, hs, i, j):
-    """Entry i pops before entry j: a larger count, then the smaller pair, then the older entry."""
-    if hc[i] != hc[j]:
-        return hc[i] > hc[j]
-    if hk[i] != hk[j]:
-        return hk[i] < hk[j]
-    return hs[i] < hs[j]
-
-
-@njit(inline="always")
-def _swap(hc, hk, hs, hp, hl, i, j):
-    hc[i], hc[j] = hc[j], hc[i]
-    hk[i], hk[j] = hk[j], hk[i]
-    hs[i], hs[j] = hs[j], hs[i]
-    hp[i], hp[j] = hp[j], hp[i]
-    hl[i], hl[j] = hl[j], hl[i]
+def _row_before(c, k, a, H, j):
+    """The row (c, k, a) pops before row j: a larger count, then the smaller pair, then the older."""
+    if c != H[j, 0]:
+        return c > H[j, 0]
+    if k != H[j, 1]:
+        return k < H[j, 1]
+    return a < H[j, 2]
 
 
 @njit
-def _sift_up(hc, hk, hs, hp, hl, i):
+def _heap_push(H, hn, c, k, a, ps, pl):
+    """Push a row onto the heap of hn rows (room checked by the caller); returns hn + 1."""
+    i = hn
     while i > 0:
-        parent = (i - 1) >> 1
-        if _before(hc, hk, hs, i, parent):
-            _swap(hc, hk, hs, hp, hl, i, parent)
+        parent = (i - 1) >> 2
+        if _row_before(c, k, a, H, parent):
+            for f in range(5):
+                H[i, f] = H[parent, f]
             i = parent
         else:
             break
+    H[i, 0] = c
+    H[i, 1] = k
+    H[i, 2] = a
+    H[i, 3] = ps
+    H[i, 4] = pl
+    return hn + 1
 
 
 @njit
-def _sift_down(hc, hk, hs, hp, hl, n):
+def _heap_pop(H, hn):
+    """Remove the top row (read it first) of a heap of hn >= 1 rows; returns hn - 1."""
+    n = hn - 1
+    if n == 0:
+        return n
     i = 0
     while True:
-        left = 2 * i + 1
-        if left >= n:
+        first = 4 * i + 1
+        if first >= n:
             break
-        best = left
-        if left + 1 < n and _before(hc, hk, hs, left + 1, left):
-            best = left + 1
-        if _before(hc, hk, hs, best, i):
-            _swap(hc, hk, hs, hp, hl, i, best)
+        best = first
+        last = min(first + 4, n)
+        for j in range(first + 1, last):
+            if _row_before(H[j, 0], H[j, 1], H[j, 2], H, best):
+                best = j
+        if _row_before(H[best, 0], H[best, 1], H[best, 2], H, n):
+            for f in range(5):
+                H[i, f] = H[best, f]
             i = best
         else:
             break
+    if i != n:
+        for f in range(5):
+            H[i, f] = H[n, f]
+    return n
+
+
+@njit
+def _grow_heap(H, need):
+    if need <= H.shape[0]:
+        return H
+    H2 = np.zeros((max(need, 2 * H.shape[0]), 5), np.uint64)
+    H2[:H.shape[0]] = H
+    return H2
 
 
 @njit
@@ -548,7 +571,7 @@ def _merge_words(q0, q_end, pos, sym, w_start, w_len, w_count, a, b, new, tl, ma
 
 @njit
 def _push_changes(n_ch, ch_key, ch_word, ch_next, step, mark, head, touched, pk, pv, pu, pos, pos_used,
-                  hc, hk, hs, hp, hl, hn, age):
+                  H, hn, age):
     """One new queue entry per pair that rose in this step, holding the (distinct) words where it
     rose, when its count is positive. The changes of a pair are chained through ch_next from its
     map slot. Entries of one step hold distinct pairs, so their push order changes nothing. The
@@ -577,14 +600,9 @@ def _push_changes(n_ch, ch_key, ch_word, ch_next, step, mark, head, touched, pk,
                 last_w = w
             i = ch_next[i]
         if pv[jj] > 0:
-            hc[hn] = np.uint64(pv[jj])
-            hk[hn] = pk[jj]
-            hs[hn] = age
-            hp[hn] = start
-            hl[hn] = pos_used - start
+            hn = _heap_push(H, hn, np.uint64(pv[jj]), np.uint64(pk[jj]), np.uint64(age), np.uint64(start),
+                            np.uint64(pos_used - start))
             age += 1
-            hn += 1
-            _sift_up(hc, hk, hs, hp, hl, hn - 1)
         else:
             pos_used = start
     return pos_used, hn, age
@@ -692,12 +710,7 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
     pos_used = total
     occ_pair = occ_pair[:0]
     # the queue: count, pair key, age, word-set start and length
-    hcap = max(n_pairs * 2, 1024)
-    hc = np.zeros(hcap, np.uint64)
-    hk = np.zeros(hcap, np.int64)
-    hs = np.zeros(hcap, np.int64)
-    hp = np.zeros(hcap, np.int64)
-    hl = np.zeros(hcap, np.int64)
+    H = np.zeros((max(n_pairs * 2, 1024), 5), np.uint64)
     hn = np.int64(0)
     age = np.int64(0)
     pair_key = np.zeros(n_pairs, np.int64)
@@ -710,14 +723,9 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
     for q in range(n_pairs):
         p = order[q]
         if pair_count[p] > 0:
-            hc[hn] = np.uint64(pair_count[p])
-            hk[hn] = pair_key[p]
-            hs[hn] = age
-            hp[hn] = first[p]
-            hl[hn] = fill[p] - first[p]
+            hn = _heap_push(H, hn, np.uint64(pair_count[p]), np.uint64(pair_key[p]), np.uint64(age),
+                            np.uint64(first[p]), np.uint64(fill[p] - first[p]))
             age += 1
-            hn += 1
-            _sift_up(hc, hk, hs, hp, hl, hn - 1)
 
     m_left = np.zeros(max(vocab_size, 16), np.int64)
     m_right = np.zeros(max(vocab_size, 16), np.int64)
@@ -733,25 +741,16 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
         if hn == 0:
             break
         progress[3] += 1
-        c = hc[0]
-        key = hk[0]
-        ps = hp[0]
-        pl = hl[0]
-        hn -= 1
-        if hn > 0:
-            _swap(hc, hk, hs, hp, hl, 0, hn)
-            _sift_down(hc, hk, hs, hp, hl, hn)
+        c = H[0, 0]
+        key = np.int64(H[0, 1])
+        ps = np.int64(H[0, 3])
+        pl = np.int64(H[0, 4])
+        hn = _heap_pop(H, hn)
         cur = pv[_map_find(pk, pu, key)]
         if c != np.uint64(cur):
             # stale: back with the current count (as Hugging Face's `count as u64`) and the same words
-            hc[hn] = np.uint64(cur)
-            hk[hn] = key
-            hs[hn] = age
-            hp[hn] = ps
-            hl[hn] = pl
+            hn = _heap_push(H, hn, np.uint64(cur), np.uint64(key), np.uint64(age), np.uint64(ps), np.uint64(pl))
             age += 1
-            hn += 1
-            _sift_up(hc, hk, hs, hp, hl, hn - 1)
             continue
         if c < np.uint64(1) or np.uint64(min_frequency) > c:
             break
@@ -796,15 +795,11 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
             ch_next = _grow_i64(ch_next, n_ch)
             touched = _grow_i64(touched, n_ch)
             pos = _grow_i32(pos, pos_used + n_ch)
-            hc = _grow_u64(hc, hn + n_ch)
-            hk = _grow_i64(hk, hn + n_ch)
-            hs = _grow_i64(hs, hn + n_ch)
-            hp = _grow_i64(hp, hn + n_ch)
-            hl = _grow_i64(hl, hn + n_ch)
+            H = _grow_heap(H, hn + n_ch)
             pos_used, hn, age = _push_changes(n_ch, ch_key, ch_word, ch_next, n_merges, mark, head, touched,
-                                              pk, pv, pu, pos, pos_used, hc, hk, hs, hp, hl, hn, age)
+                                              pk, pv, pu, pos, pos_used, H, hn, age)
             if pos_used > 4 * n_words + 4 * total and pos_used > (1 << 20):
-                pos, pos_used = _compact(pos, hp, hl, hn)
+                pos, pos_used = _compact(pos, H, hn)
     return (m_left[:n_merges].copy(), m_right[:n_merges].copy(), m_new[:n_merges].copy(),
             tp[:pool_used].copy(), ts[:next_id].copy(), tl[:next_id].copy())
 
@@ -819,19 +814,20 @@ def _grow_u8(a, need):
 
 
 @njit
-def _compact(pos, hp, hl, hn):
+def _compact(pos, H, hn):
     """The queued entries' word sets copied to a new pool (merged and refused entries' sets are dead)."""
     need = np.int64(0)
     for i in range(hn):
-        need += hl[i]
+        need += np.int64(H[i, 4])
     out = np.zeros(max(2 * need, 1024), np.int32)
     o = np.int64(0)
     for i in range(hn):
-        s = hp[i]
-        hp[i] = o
-        for k in range(hl[i]):
+        s = np.int64(H[i, 3])
+        n = np.int64(H[i, 4])
+        H[i, 3] = np.uint64(o)
+        for k in range(n):
             out[o + k] = pos[s + k]
-        o += hl[i]
+        o += n
     return out, o
 
 
