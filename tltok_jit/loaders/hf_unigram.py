@@ -78,6 +78,15 @@ def serde_f64(text: str) -> float:
     """The f64 `serde_json` (without its float_roundtrip feature, as `tokenizers` builds it) reads
     from the JSON number `text`: the decimal digits that fit a u64, times or divided by one power of
     ten. It can differ from the correctly rounded value by an ulp, and Viterbi ties follow it."""
+    body = text[1:] if text[:1] == "-" else text
+    if "e" not in body and "E" not in body:
+        # the common form: at most 19 significant digits never overflow the u64, so the value is
+        # float(digits) / 10**(fraction digits), as f64_from_parts computes it
+        whole, _, frac = body.partition(".")
+        digits = (whole + frac).lstrip("0")
+        if len(digits) <= 19 and len(frac) < len(_POW10):
+            f = float(int(digits or "0")) / _POW10[len(frac)]
+            return f if body is text else -f
     i, n = 0, len(text)
     positive = text[0] != "-"
     if not positive:
