@@ -381,3 +381,20 @@ def test_cli_missing_input(tmp_path, capsys):
 
     assert main(["train", str(tmp_path / "nope"), "--vocab-size", "600", "-o", str(tmp_path / "t.json")]) == 2
     assert "INPUT" in capsys.readouterr().err
+
+
+def test_one_compiled_variant_per_kernel(tmp_path):
+    # warm() (run by the package build) compiles what every source type runs: no first-call compile
+    import pyarrow as pa
+
+    from tltok_jit.kernels import train_bpe as K
+
+    K.warm()
+    lines = corpus("english")[:300]
+    (tmp_path / "a.txt").write_text("".join(lines), encoding="utf-8")
+    for src in (lines, pa.array([None] + lines), str(tmp_path / "a.txt")):
+        train_bpe(src, 300, num_threads=2)
+    with pytest.warns(UserWarning):
+        train_bpe(lines, 300, pattern=r"\w+")
+    for name in ("count_rows", "add_pieces", "table_pieces", "grow_table", "train"):
+        assert len(getattr(K, name).signatures) == 1, name

@@ -69,6 +69,9 @@ def compile_all() -> None:
     from ..kernels import unigram
 
     unigram.warm()
+    from ..kernels import train_bpe
+
+    train_bpe.warm()
     _build_tables()
 
 

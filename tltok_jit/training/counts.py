@@ -145,7 +145,7 @@ def _count_with_regex(batches: Iterable[Batch], pattern: str, on_batch) -> Piece
         if on_batch is not None:
             on_batch(len(data))
     keys = list(counts)
-    data = np.frombuffer(b"".join(keys), np.uint8)
+    data = np.frombuffer(b"".join(keys), np.uint8).copy()  # writable, as a table's pieces
     offs = np.zeros(len(keys) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, keys), np.int64, len(keys)), out=offs[1:])
     return PieceCounts(data, offs, np.fromiter(counts.values(), np.int64, len(keys)))

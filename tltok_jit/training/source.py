@@ -17,6 +17,9 @@ import numpy as np
 
 BATCH_BYTES = 32 << 20
 
+# A batch's data is a read-only uint8 array and its offsets a writable int64 array, whatever the
+# source: the kernels are compiled (and shipped) for those types only.
+
 Batch = tuple[np.ndarray, np.ndarray]
 
 
@@ -179,4 +182,5 @@ def _arrow(obj) -> Iterator[Batch]:
             data = np.concatenate([data[s:s + n] for s, n in zip(starts, lens)]) if len(lens) else data[:0]
             offsets = np.zeros(len(lens) + 1, np.int64)
             np.cumsum(lens, out=offsets[1:])
+            data.setflags(write=False)  # as every other batch: one compiled variant of the kernels
         yield data, offsets
