@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import njit
+from .jit import LITTLE_ENDIAN, load_u64, njit
 from .scan import scan_pointers
 from .scanner_slots import call_scanner
 
@@ -50,16 +50,15 @@ def _hash_bytes(buf, start, n):
 
 
 def new_table(capacity: int = 1 << 12, pool: int = 1 << 16):
-    """An empty piece table: (key_lo, key_hi, short_counts, slots, hashes, starts, lens, counts, pool,
-    meta).
+    """An empty piece table: (short, slots, hashes, starts, lens, counts, pool, meta).
 
-    A piece of at most SHORT bytes is two uint64 words (bytes 0-7 little-endian; bytes 8-14 and the
-    length in the top byte: key_hi is never 0 for a piece) in an open-addressing table (key_hi 0 =
-    empty), counted in `short_counts`: one probe, no pool. A longer one: slots[h & mask] is an entry index + 1 (0 = empty); entry e is
+    A piece of at most SHORT bytes is a row of `short` (uint64[cap, 3], open addressing): two key
+    words (bytes 0-7 little-endian; bytes 8-14 and the length in the top byte, so never 0 for a
+    piece: 0 = empty) and its count; one probe reads one row, no pool. A longer one: slots[h & mask] is an entry index + 1 (0 = empty); entry e is
     pool[starts[e]:starts[e] + lens[e]] seen counts[e] times. meta = [long entries, pool bytes
     used, short entries]."""
     slots = np.zeros(capacity * 2, dtype=np.int64)
-    return (np.zeros(capacity * 4, np.uint64), np.zeros(capacity * 4, np.uint64), np.zeros(capacity * 4, np.int64),
+    return (np.zeros((capacity * 4, 3), np.uint64),
             slots,
             np.zeros(capacity, np.uint64), np.zeros(capacity, np.int64), np.zeros(capacity, np.int64),
             np.zeros(capacity, np.int64), np.zeros(pool, np.uint8), np.zeros(3, np.int64))
@@ -115,21 +114,19 @@ def _short_hash(lo, hi):
 
 
 @njit
-def _short_grow(ka, kb, sc):
-    cap = len(ka) * 2
-    a2 = np.zeros(cap, np.uint64)
-    b2 = np.zeros(cap, np.uint64)
-    c2 = np.zeros(cap, np.int64)
+def _short_grow(T):
+    cap = T.shape[0] * 2
+    T2 = np.zeros((cap, 3), np.uint64)
     mask = np.uint64(cap - 1)
-    for j in range(len(ka)):
-        if kb[j] != 0:
-            t = _short_hash(ka[j], kb[j]) & mask
-            while b2[t] != 0:
+    for j in range(T.shape[0]):
+        if T[j, 1] != 0:
+            t = _short_hash(T[j, 0], T[j, 1]) & mask
+            while T2[t, 1] != 0:
                 t = (t + np.uint64(1)) & mask
-            a2[t] = ka[j]
-            b2[t] = kb[j]
-            c2[t] = sc[j]
-    return a2, b2, c2
+            T2[t, 0] = T[j, 0]
+            T2[t, 1] = T[j, 1]
+            T2[t, 2] = T[j, 2]
+    return T2
 
 
 @njit
@@ -174,15 +171,15 @@ def _insert_long(buf, start, n, count, slots, hashes, starts, lens, counts, pool
 
 
 @njit
-def count_rows(data, offsets, row, pos, row_hi, kind, s1, s2, ka, kb, sc, slots, hashes, starts, lens, counts,
-               pool, meta):
+def count_rows(data, offsets, row, pos, row_hi, kind, s1, s2, T, slots, hashes, starts, lens, counts, pool, meta):
     """Add the pieces of rows row..row_hi (data[offsets[r]:offsets[r + 1]]; row `row` from byte
     `pos`, a piece boundary, or its start when pos < 0), split by scanner `kind` (scan.PAT_*), to the
     table. Returns (row, pos) where it stopped: (row_hi, 0) when done, else the table must grow first
     (`grow_table`). The arrays are never replaced in here: a loop replacing them pays reference-count
     updates on every piece, several times the probe itself."""
     bp, s1p, s2p, a0 = scan_pointers(data, s1, s2)
-    mask = np.uint64(len(ka) - 1)
+    nbuf = len(data)
+    mask = np.uint64(T.shape[0] - 1)
     n_short = meta[2]
     r = row
     while r < row_hi:
@@ -193,20 +190,30 @@ def count_rows(data, offsets, row, pos, row_hi, kind, s1, s2, ka, kb, sc, slots,
             stop = call_scanner(kind, bp, p, end, s1p, s2p, a0)
             n = stop - p
             if n <= SHORT:
-                if 2 * (n_short + 1) > len(ka):
+                if 2 * (n_short + 1) > T.shape[0]:
                     meta[2] = n_short
                     return r, p
-                lo, hi = _short_keys(data, p, n)
+                if LITTLE_ENDIAN and p + 16 <= nbuf:  # two loads, masked to the piece
+                    w0 = load_u64(bp, p)
+                    if n < 8:
+                        lo = w0 & ((np.uint64(1) << np.uint64(8 * n)) - np.uint64(1))
+                        hi = np.uint64(0)
+                    else:
+                        lo = w0
+                        hi = load_u64(bp, p + 8) & ((np.uint64(1) << np.uint64(8 * (n - 8))) - np.uint64(1))
+                    hi |= np.uint64(n) << np.uint64(56)
+                else:
+                    lo, hi = _short_keys(data, p, n)
                 j = _short_hash(lo, hi) & mask
                 while True:
-                    bj = kb[j]
-                    if bj == hi and ka[j] == lo:
-                        sc[j] += 1
+                    bj = T[j, 1]
+                    if bj == hi and T[j, 0] == lo:
+                        T[j, 2] += np.uint64(1)
                         break
                     if bj == 0:
-                        ka[j] = lo
-                        kb[j] = hi
-                        sc[j] = 1
+                        T[j, 0] = lo
+                        T[j, 1] = hi
+                        T[j, 2] = np.uint64(1)
                         n_short += 1
                         break
                     j = (j + np.uint64(1)) & mask
@@ -222,31 +229,31 @@ def count_rows(data, offsets, row, pos, row_hi, kind, s1, s2, ka, kb, sc, slots,
 
 
 @njit
-def add_pieces(i0, buf, piece_offsets, piece_counts, ka, kb, sc, slots, hashes, starts, lens, counts, pool, meta):
+def add_pieces(i0, buf, piece_offsets, piece_counts, T, slots, hashes, starts, lens, counts, pool, meta):
     """Add pieces i0.. (piece i = buf[piece_offsets[i]:piece_offsets[i + 1]] seen piece_counts[i]
     times: another table's entries, or pieces split outside the kernels). Returns where it stopped
     (len(piece_counts) when done, else the table must grow first)."""
-    mask = np.uint64(len(ka) - 1)
+    mask = np.uint64(T.shape[0] - 1)
     n_short = meta[2]
     for i in range(i0, len(piece_counts)):
         s = np.int64(piece_offsets[i])
         n = np.int64(piece_offsets[i + 1]) - s
         c = np.int64(piece_counts[i])
         if n <= SHORT:
-            if 2 * (n_short + 1) > len(ka):
+            if 2 * (n_short + 1) > T.shape[0]:
                 meta[2] = n_short
                 return i
             lo, hi = _short_keys(buf, s, n)
             j = _short_hash(lo, hi) & mask
             while True:
-                bj = kb[j]
-                if bj == hi and ka[j] == lo:
-                    sc[j] += c
+                bj = T[j, 1]
+                if bj == hi and T[j, 0] == lo:
+                    T[j, 2] += np.uint64(c)
                     break
                 if bj == 0:
-                    ka[j] = lo
-                    kb[j] = hi
-                    sc[j] = c
+                    T[j, 0] = lo
+                    T[j, 1] = hi
+                    T[j, 2] = np.uint64(c)
                     n_short += 1
                     break
                 j = (j + np.uint64(1)) & mask
@@ -260,11 +267,11 @@ def add_pieces(i0, buf, piece_offsets, piece_counts, ka, kb, sc, slots, hashes, 
 
 
 @njit
-def grow_table(ka, kb, sc, slots, hashes, starts, lens, counts, pool, meta, need_bytes):
+def grow_table(T, slots, hashes, starts, lens, counts, pool, meta, need_bytes):
     """The table's arrays with room for one more short piece, and one more long one of
     `need_bytes` bytes (each part doubled when it is full)."""
-    if 2 * (meta[2] + 1) > len(ka):
-        ka, kb, sc = _short_grow(ka, kb, sc)
+    if 2 * (meta[2] + 1) > T.shape[0]:
+        T = _short_grow(T)
     if meta[0] + 1 > len(hashes):
         hashes, starts, lens, counts = _grow_entries(hashes, starts, lens, counts)
     if meta[1] + need_bytes > len(pool):
@@ -273,11 +280,11 @@ def grow_table(ka, kb, sc, slots, hashes, starts, lens, counts, pool, meta, need
         pool = p2
     if 2 * (meta[0] + 1) > len(slots):
         slots = _rehash(len(slots) * 2, hashes, meta[0])
-    return ka, kb, sc, slots, hashes, starts, lens, counts, pool
+    return T, slots, hashes, starts, lens, counts, pool
 
 
 @njit
-def table_pieces(ka, kb, sc, starts, lens, counts, pool, meta):
+def table_pieces(T, starts, lens, counts, pool, meta):
     """Every piece of the table packed: (bytes, offsets, counts), the short ones first."""
     n_short = meta[2]
     n_long = meta[0]
@@ -285,10 +292,10 @@ def table_pieces(ka, kb, sc, starts, lens, counts, pool, meta):
     offs = np.zeros(n + 1, np.int64)
     cnt = np.zeros(n, np.int64)
     e = 0
-    for j in range(len(ka)):
-        if kb[j] != 0:
-            offs[e + 1] = offs[e] + np.int64(kb[j] >> np.uint64(56))
-            cnt[e] = sc[j]
+    for j in range(T.shape[0]):
+        if T[j, 1] != 0:
+            offs[e + 1] = offs[e] + np.int64(T[j, 1] >> np.uint64(56))
+            cnt[e] = np.int64(T[j, 2])
             e += 1
     for i in range(n_long):
         offs[e + 1] = offs[e] + lens[i]
@@ -296,11 +303,11 @@ def table_pieces(ka, kb, sc, starts, lens, counts, pool, meta):
         e += 1
     out = np.empty(offs[n], np.uint8)
     e = 0
-    for j in range(len(ka)):
-        if kb[j] != 0:
+    for j in range(T.shape[0]):
+        if T[j, 1] != 0:
             o = offs[e]
             for k in range(offs[e + 1] - o):
-                w = ka[j] if k < 8 else kb[j]
+                w = T[j, 0] if k < 8 else T[j, 1]
                 out[o + k] = np.uint8((w >> np.uint64(8 * (k & 7))) & np.uint64(255))
             e += 1
     for i in range(n_long):
@@ -842,9 +849,9 @@ def warm() -> None:
     offsets = np.array([0, 11, len(data)], np.int64)
     t = new_table()
     count_rows(data, offsets, 0, -1, 2, PAT_O200K, s1, s2, *t)
-    t = (*grow_table(*t, 64), t[9])
-    ka, kb, sc, slots, hashes, starts, lens, counts, pool, meta = t
-    buf, offs, cnt = table_pieces(ka, kb, sc, starts, lens, counts, pool, meta)
+    t = (*grow_table(*t, 64), t[7])
+    T, slots, hashes, starts, lens, counts, pool, meta = t
+    buf, offs, cnt = table_pieces(T, starts, lens, counts, pool, meta)
     add_pieces(0, buf, offs, cnt, *new_table())
     sym = np.array([1, 2, 1, 2, 3], np.int32)
     pool0 = np.arange(4, dtype=np.uint8)

@@ -55,8 +55,8 @@ class _Table:
         self.arrays = (*K.grow_table(*self.arrays, need_bytes), meta)
 
     def pieces(self) -> PieceCounts:
-        ka, kb, sc, _, _, starts, lens, counts, pool, meta = self.arrays
-        return PieceCounts(*K.table_pieces(ka, kb, sc, starts, lens, counts, pool, meta))
+        T, _, _, starts, lens, counts, pool, meta = self.arrays
+        return PieceCounts(*K.table_pieces(T, starts, lens, counts, pool, meta))
 
 
 def count_pieces(batches: Iterable[Batch], pattern: str, *, num_threads: int | None = None,

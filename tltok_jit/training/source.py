@@ -26,6 +26,14 @@ Batch = tuple[np.ndarray, np.ndarray]
 def iter_batches(source, batch_bytes: int = BATCH_BYTES) -> Iterator[Batch]:
     """The source's rows as batches (see the module docstring); ValueError naming `source` for
     anything else, a missing path, or text that is not UTF-8."""
+    for data, offsets in _batches(source, batch_bytes):
+        if data.flags.writeable:  # e.g. a pyarrow buffer numpy sees as writable
+            data = data.view()
+            data.flags.writeable = False
+        yield data, offsets
+
+
+def _batches(source, batch_bytes: int) -> Iterator[Batch]:
     if isinstance(source, (str, os.PathLike)):
         yield from _files(_expand(os.fspath(source)), batch_bytes)
         return
@@ -182,5 +190,4 @@ def _arrow(obj) -> Iterator[Batch]:
             data = np.concatenate([data[s:s + n] for s, n in zip(starts, lens)]) if len(lens) else data[:0]
             offsets = np.zeros(len(lens) + 1, np.int64)
             np.cumsum(lens, out=offsets[1:])
-            data.setflags(write=False)  # as every other batch: one compiled variant of the kernels
         yield data, offsets
