@@ -7,6 +7,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,11 +55,15 @@ class TrainedEncoding(Encoding):
         save_tiktoken(self, path)
 
 
-class _Trained:
-    """What the writers read (a TrainedEncoding's attributes), before the Encoding exists."""
+@dataclass
+class TrainedVocab:
+    """What training learned, before it becomes an Encoding (the writers read these attributes)."""
 
-    def __init__(self, merges, ranks, specials, pattern):
-        self.merges, self.ranks, self.specials, self.pattern = merges, ranks, specials, pattern
+    merges: list[tuple[bytes, bytes]]
+    ranks: dict[bytes, int]
+    specials: dict[str, int]
+    pattern: str
+    merge_ids: list[tuple[tuple[int, int], int]]
 
 
 def resolve_pattern(pattern: str) -> str:
@@ -148,6 +153,14 @@ def train_from_counts(pieces: PieceCounts, vocab_size: int, *, pattern: str, spe
                       min_frequency: int = 0, max_token_length: int | None = None,
                       progress: Progress | None = None) -> TrainedEncoding:
     """The merge step of `train_bpe` on counted pieces."""
+    return encoding_of(learn(pieces, vocab_size, pattern=pattern, special_tokens=special_tokens,
+                             min_frequency=min_frequency, max_token_length=max_token_length, progress=progress))
+
+
+def learn(pieces: PieceCounts, vocab_size: int, *, pattern: str, special_tokens: Sequence[str] = (),
+          min_frequency: int = 0, max_token_length: int | None = None,
+          progress: Progress | None = None) -> TrainedVocab:
+    """The merges and ids of counted pieces (no Encoding built)."""
     specials = list(dict.fromkeys(special_tokens))
     w2id = initial_vocabulary(specials)
     n_ids = len(w2id)
@@ -176,7 +189,7 @@ def train_from_counts(pieces: PieceCounts, vocab_size: int, *, pattern: str, spe
     else:
         out = _run_with_progress(args, done, vocab_size - len(w2id), progress)
     m_left, m_right, m_new, pool, starts, lens = out
-    return _build(pattern, specials, w2id, m_left, m_right, m_new, pool, starts, lens)
+    return _vocab(pattern, specials, w2id, m_left, m_right, m_new, pool, starts, lens)
 
 
 def _run_with_progress(args, done, total, progress):
@@ -200,7 +213,7 @@ def _run_with_progress(args, done, total, progress):
     return result[0]
 
 
-def _build(pattern, specials, w2id, m_left, m_right, m_new, pool, starts, lens) -> TrainedEncoding:
+def _vocab(pattern, specials, w2id, m_left, m_right, m_new, pool, starts, lens) -> TrainedVocab:
     n_tok = len(starts)
     raw = pool.tobytes()
     tok = [raw[starts[i]:starts[i] + lens[i]] for i in range(n_tok)]
@@ -218,13 +231,20 @@ def _build(pattern, specials, w2id, m_left, m_right, m_new, pool, starts, lens) 
     for r, (a, b) in enumerate(zip(m_left.tolist(), m_right.tolist())):
         last[(a, b)] = r
     merges = [(tok[a], tok[b]) for (a, b), _ in sorted(last.items(), key=lambda kv: kv[1])]
+    merge_ids = [((a, b), n) for a, b, n in zip(m_left.tolist(), m_right.tolist(), m_new.tolist())]
+    return TrainedVocab(merges, ranks, special_ids, pattern, merge_ids)
+
+
+def encoding_of(v: TrainedVocab) -> TrainedEncoding:
+    """The Encoding of a trained vocabulary: HF's merge list, `ignore_merges=False`, the pattern's
+    scanner (or, for a regex without one, the tokenizer.json loader's regex pre-tokenizer)."""
     name = "trained_bpe"
-    holder = _Trained(merges, ranks, special_ids, pattern)
-    if kind_of_pattern(pattern) is not None:
-        desc = ModelDescription(name=name, vocab=ranks, merges=merges, pattern=pattern,
-                                added_tokens=[AddedToken(t, i) for t, i in special_ids.items()], ignore_merges=False,
-                                pattern_kind=kind_of_pattern(pattern), source="train_bpe")
-    else:  # no scanner: the tokenizer.json loader's pipeline splits with the regex, as HF does
+    kind = kind_of_pattern(v.pattern)
+    if kind is not None:
+        desc = ModelDescription(name=name, vocab=v.ranks, merges=v.merges, pattern=v.pattern,
+                                added_tokens=[AddedToken(t, i) for t, i in v.specials.items()], ignore_merges=False,
+                                pattern_kind=kind, source="train_bpe")
+    else:
         import tempfile
 
         from ..loaders.hf_json import read_hf_json
@@ -232,12 +252,12 @@ def _build(pattern, specials, w2id, m_left, m_right, m_new, pool, starts, lens) 
 
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "tokenizer.json")
-            save_tokenizer_json(holder, path)
+            save_tokenizer_json(v, path)
             desc = read_hf_json(path, name=name)
     enc = TrainedEncoding(desc)
-    enc.merges = merges
-    enc.ranks = ranks
-    enc.specials = special_ids
-    enc.pattern = pattern
-    enc.merge_ids = [((a, b), n) for a, b, n in zip(m_left.tolist(), m_right.tolist(), m_new.tolist())]
+    enc.merges = v.merges
+    enc.ranks = v.ranks
+    enc.specials = v.specials
+    enc.pattern = v.pattern
+    enc.merge_ids = v.merge_ids
     return enc
