@@ -4,7 +4,10 @@
 (every id: no truncation, no padding); `add_special_tokens=True` adds the post-processor's single
 template. Added tokens are matched in the text, as HF does. `decode` is `Tokenizer.decode(ids)`
 (special tokens skipped, the file's decoder chain). The work runs in `tltok_jit.kernels.unigram`;
-batches and Arrow columns run rows in parallel with the same ids for any thread count.
+batches and Arrow columns run rows in parallel with the same ids for any thread count. NFC / NFKC
+(first in the normalizer) run in Python on the rows they change (`hf_normalize`).
+`encode_pair` and `encode_batch_padded` give pairs and type ids through the file's template, and
+`encode_batch_padded` applies the file's own truncation / padding when the call gives none.
 """
 
 from __future__ import annotations
