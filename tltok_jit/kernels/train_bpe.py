@@ -330,30 +330,31 @@ def _mix(k):
 
 
 @njit
-def _map_find(keys, used, key):
-    """Slot of `key` (used[slot] true), or the empty slot where it would go."""
-    mask = np.uint64(len(keys) - 1)
+def _map_find(P, key):
+    """Row of `key` in the map P (int64[cap, 2]: key, count; key -1 = empty), or the empty row where
+    it would go. One row holds both, so a probe reads one cache line."""
+    mask = np.uint64(P.shape[0] - 1)
     j = _mix(key) & mask
-    while used[j] and keys[j] != key:
+    while True:
+        k = P[j, 0]
+        if k == key or k < 0:
+            return np.int64(j)
         j = (j + np.uint64(1)) & mask
-    return np.int64(j)
 
 
 @njit
-def _map_grow(keys, vals, used, ids):
-    cap = len(keys) * 2
-    k2 = np.zeros(cap, np.int64)
-    v2 = np.zeros(cap, np.int64)
-    u2 = np.zeros(cap, np.bool_)
+def _map_grow(P, ids):
+    cap = P.shape[0] * 2
+    P2 = np.full((cap, 2), -1, np.int64)
+    P2[:, 1] = 0  # an empty row's count: a new key starts from 0
     i2 = np.zeros(cap, np.int64)
-    for j in range(len(keys)):
-        if used[j]:
-            t = _map_find(k2, u2, keys[j])
-            k2[t] = keys[j]
-            v2[t] = vals[j]
+    for j in range(P.shape[0]):
+        if P[j, 0] >= 0:
+            t = _map_find(P2, P[j, 0])
+            P2[t, 0] = P[j, 0]
+            P2[t, 1] = P[j, 1]
             i2[t] = ids[j]
-            u2[t] = True
-    return k2, v2, u2, i2
+    return P2, i2
 
 
 # ------------------------------------------------------------------ the queue
@@ -476,26 +477,25 @@ def _tok_find(tslots, tok_hash, tok_start, tok_len, tok_pool, h, buf, n):
 
 
 @njit
-def _count_initial(sym, w_start, w_len, w_count, w0, pk, pv, pu, pid, n_pairs, occ_pair, o):
+def _count_initial(sym, w_start, w_len, w_count, w0, P, pid, n_pairs, occ_pair, o):
     """Count the pairs of words w0.. into the map, numbering new pairs densely; returns (next word,
     pairs, occurrences written) and stops before a word that could fill the map past half."""
     n_words = len(w_start)
     w = w0
     while w < n_words:
         L = w_len[w]
-        if 2 * (n_pairs + L) > len(pk):
+        if 2 * (n_pairs + L) > P.shape[0]:
             return w, n_pairs, o
         s = w_start[w]
         c = w_count[w]
         for i in range(L - 1):
             key = (np.int64(sym[s + i]) << _PAIR_SHIFT) | np.int64(sym[s + i + 1])
-            j = _map_find(pk, pu, key)
-            if not pu[j]:
-                pu[j] = True
-                pk[j] = key
+            j = _map_find(P, key)
+            if P[j, 0] < 0:
+                P[j, 0] = key
                 pid[j] = n_pairs
                 n_pairs += 1
-            pv[j] += c
+            P[j, 1] += c
             occ_pair[o] = pid[j]
             o += 1
         w += 1
@@ -503,7 +503,7 @@ def _count_initial(sym, w_start, w_len, w_count, w0, pk, pv, pu, pid, n_pairs, o
 
 
 @njit
-def _merge_words(q0, q_end, pos, sym, w_start, w_len, w_count, a, b, new, tl, max_length, pk, pv, pu, n_pairs,
+def _merge_words(q0, q_end, pos, sym, w_start, w_len, w_count, a, b, new, tl, max_length, P, n_pairs,
                  ch_key, ch_word, n_ch):
     """Word::merge on the words pos[q0:q_end]: pair counts updated, each increment recorded as
     (pair, word) in ch_key / ch_word. Returns (next word index, pairs, increments); it stops
@@ -515,7 +515,7 @@ def _merge_words(q0, q_end, pos, sym, w_start, w_len, w_count, a, b, new, tl, ma
         w = np.int64(pos[q])
         L = w_len[w]
         # a word of L symbols has at most L / 2 occurrences: <= L increments, <= 2 L new pairs
-        if 2 * (n_pairs + 2 * L) > len(pk) or n_ch + L > len(ch_key):
+        if 2 * (n_pairs + 2 * L) > P.shape[0] or n_ch + L > len(ch_key):
             return q, n_pairs, n_ch
         s = w_start[w]
         cw = w_count[w]
@@ -527,40 +527,36 @@ def _merge_words(q0, q_end, pos, sym, w_start, w_len, w_count, a, b, new, tl, ma
                 if wr > 0:
                     prev = np.int64(sym[s + wr - 1])
                     kk = (prev << _PAIR_SHIFT) | a
-                    jj = _map_find(pk, pu, kk)
-                    if not pu[jj]:  # a pair never counted (max_length): HF's entry starts at 0 too
-                        pu[jj] = True
-                        pk[jj] = kk
+                    jj = _map_find(P, kk)
+                    if P[jj, 0] < 0:  # a pair never counted (max_length): HF's entry starts at 0 too
+                        P[jj, 0] = kk
                         n_pairs += 1
-                    pv[jj] -= cw
+                    P[jj, 1] -= cw
                     if not limit or tl[prev] + nlen < max_length:
                         kk = (prev << _PAIR_SHIFT) | new
-                        jj = _map_find(pk, pu, kk)
-                        if not pu[jj]:
-                            pu[jj] = True
-                            pk[jj] = kk
+                        jj = _map_find(P, kk)
+                        if P[jj, 0] < 0:
+                            P[jj, 0] = kk
                             n_pairs += 1
-                        pv[jj] += cw
+                        P[jj, 1] += cw
                         ch_key[n_ch] = kk
                         ch_word[n_ch] = w
                         n_ch += 1
                 if r + 2 < L:
                     nxt = np.int64(sym[s + r + 2])
                     kk = (b << _PAIR_SHIFT) | nxt
-                    jj = _map_find(pk, pu, kk)
-                    if not pu[jj]:
-                        pu[jj] = True
-                        pk[jj] = kk
+                    jj = _map_find(P, kk)
+                    if P[jj, 0] < 0:
+                        P[jj, 0] = kk
                         n_pairs += 1
-                    pv[jj] -= cw
+                    P[jj, 1] -= cw
                     if not limit or tl[nxt] + nlen < max_length:
                         kk = (new << _PAIR_SHIFT) | nxt
-                        jj = _map_find(pk, pu, kk)
-                        if not pu[jj]:
-                            pu[jj] = True
-                            pk[jj] = kk
+                        jj = _map_find(P, kk)
+                        if P[jj, 0] < 0:
+                            P[jj, 0] = kk
                             n_pairs += 1
-                        pv[jj] += cw
+                        P[jj, 1] += cw
                         ch_key[n_ch] = kk
                         ch_word[n_ch] = w
                         n_ch += 1
@@ -577,7 +573,7 @@ def _merge_words(q0, q_end, pos, sym, w_start, w_len, w_count, a, b, new, tl, ma
 
 
 @njit
-def _push_changes(n_ch, ch_key, ch_word, ch_next, step, mark, head, touched, pk, pv, pu, pos, pos_used,
+def _push_changes(n_ch, ch_key, ch_word, ch_next, step, mark, head, touched, P, pos, pos_used,
                   H, hn, age):
     """One new queue entry per pair that rose in this step, holding the (distinct) words where it
     rose, when its count is positive. The changes of a pair are chained through ch_next from its
@@ -586,7 +582,7 @@ def _push_changes(n_ch, ch_key, ch_word, ch_next, step, mark, head, touched, pk,
     hn, age)."""
     n_touched = 0
     for i in range(n_ch):
-        jj = _map_find(pk, pu, ch_key[i])
+        jj = _map_find(P, ch_key[i])
         if mark[jj] != step:
             mark[jj] = step
             head[jj] = -1
@@ -606,8 +602,8 @@ def _push_changes(n_ch, ch_key, ch_word, ch_next, step, mark, head, touched, pk,
                 pos_used += 1
                 last_w = w
             i = ch_next[i]
-        if pv[jj] > 0:
-            hn = _heap_push(H, hn, np.uint64(pv[jj]), np.uint64(pk[jj]), np.uint64(age), np.uint64(start),
+        if P[jj, 1] > 0:
+            hn = _heap_push(H, hn, np.uint64(P[jj, 1]), np.uint64(P[jj, 0]), np.uint64(age), np.uint64(start),
                             np.uint64(pos_used - start))
             age += 1
         else:
@@ -685,18 +681,17 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
     for w in range(n_words):
         if w_len[w] > 1:
             total += w_len[w] - 1
-    pk = np.zeros(1 << 16, np.int64)
-    pv = np.zeros(1 << 16, np.int64)
-    pu = np.zeros(1 << 16, np.bool_)
+    P = np.full((1 << 16, 2), -1, np.int64)
+    P[:, 1] = 0
     pid = np.zeros(1 << 16, np.int64)
     n_pairs = np.int64(0)
     occ_pair = np.empty(total, np.int64)  # dense pair number of each adjacent pair, in word order
     w = np.int64(0)
     o = np.int64(0)
     while w < n_words:
-        w, n_pairs, o = _count_initial(sym, w_start, w_len, w_count, w, pk, pv, pu, pid, n_pairs, occ_pair, o)
+        w, n_pairs, o = _count_initial(sym, w_start, w_len, w_count, w, P, pid, n_pairs, occ_pair, o)
         if w < n_words:
-            pk, pv, pu, pid = _map_grow(pk, pv, pu, pid)
+            P, pid = _map_grow(P, pid)
     # where_to_update: the words of each pair, ascending and distinct, one slice per pair
     first = np.zeros(n_pairs + 1, np.int64)
     for i in range(total):
@@ -722,10 +717,10 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
     age = np.int64(0)
     pair_key = np.zeros(n_pairs, np.int64)
     pair_count = np.zeros(n_pairs, np.int64)
-    for j in range(len(pk)):
-        if pu[j]:
-            pair_key[pid[j]] = pk[j]
-            pair_count[pid[j]] = pv[j]
+    for j in range(P.shape[0]):
+        if P[j, 0] >= 0:
+            pair_key[pid[j]] = P[j, 0]
+            pair_count[pid[j]] = P[j, 1]
     order = np.argsort(pair_key)  # pushed in pair order: the ages never depend on the word order
     for q in range(n_pairs):
         p = order[q]
@@ -742,8 +737,8 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
     ch_word = np.zeros(1 << 12, np.int64)
     ch_next = np.zeros(1 << 12, np.int64)
     touched = np.zeros(1 << 12, np.int64)
-    mark = np.full(len(pk), -1, np.int64)  # per map slot: the step that last touched it
-    head = np.zeros(len(pk), np.int64)  # ... and its last change in that step
+    mark = np.full(P.shape[0], -1, np.int64)  # per map slot: the step that last touched it
+    head = np.zeros(P.shape[0], np.int64)  # ... and its last change in that step
     while n_vocab < vocab_size:
         if hn == 0:
             break
@@ -753,7 +748,7 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
         ps = np.int64(H[0, 3])
         pl = np.int64(H[0, 4])
         hn = _heap_pop(H, hn)
-        cur = pv[_map_find(pk, pu, key)]
+        cur = P[_map_find(P, key), 1]
         if c != np.uint64(cur):
             # stale: back with the current count (as Hugging Face's `count as u64`) and the same words
             hn = _heap_push(H, hn, np.uint64(cur), np.uint64(key), np.uint64(age), np.uint64(ps), np.uint64(pl))
@@ -787,24 +782,24 @@ def train(sym, w_start, w_len, w_count, tok_pool, tok_start, tok_len, tok_known,
         q = ps
         while q < ps + pl:
             q, n_pairs, n_ch = _merge_words(q, ps + pl, pos, sym, w_start, w_len, w_count, a, b, new, tl,
-                                            max_length, pk, pv, pu, n_pairs, ch_key, ch_word, n_ch)
+                                            max_length, P, n_pairs, ch_key, ch_word, n_ch)
             if q < ps + pl:  # room for the next word
                 L = w_len[np.int64(pos[q])]
-                while 2 * (n_pairs + 2 * L) > len(pk):
-                    pk, pv, pu, pid = _map_grow(pk, pv, pu, pid)
+                while 2 * (n_pairs + 2 * L) > P.shape[0]:
+                    P, pid = _map_grow(P, pid)
                 ch_key = _grow_i64(ch_key, n_ch + L)
                 ch_word = _grow_i64(ch_word, n_ch + L)
         progress[2] += n_ch
         if n_ch > 0:
-            if len(mark) != len(pk):
-                mark = np.full(len(pk), -1, np.int64)
-                head = np.zeros(len(pk), np.int64)
+            if len(mark) != P.shape[0]:
+                mark = np.full(P.shape[0], -1, np.int64)
+                head = np.zeros(P.shape[0], np.int64)
             ch_next = _grow_i64(ch_next, n_ch)
             touched = _grow_i64(touched, n_ch)
             pos = _grow_i32(pos, pos_used + n_ch)
             H = _grow_heap(H, hn + n_ch)
             pos_used, hn, age = _push_changes(n_ch, ch_key, ch_word, ch_next, n_merges, mark, head, touched,
-                                              pk, pv, pu, pos, pos_used, H, hn, age)
+                                              P, pos, pos_used, H, hn, age)
             if pos_used > 4 * n_words + 4 * total and pos_used > (1 << 20):
                 pos, pos_used = _compact(pos, H, hn)
     return (m_left[:n_merges].copy(), m_right[:n_merges].copy(), m_new[:n_merges].copy(),
