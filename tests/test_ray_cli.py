@@ -203,6 +203,20 @@ def test_lengths_on_cluster_equal_single_process(cluster, dataset, tmp_path, fla
     assert not _temps(out)
 
 
+def test_wordpiece_file_on_cluster_equals_single_process(cluster, dataset, tmp_path):
+    from conftest import get_shared_path
+
+    minilm = get_shared_path("tokenizers/minilm/tokenizer.json")
+    ref = tmp_path / "ref"
+    tltok(dataset, "-o", ref, "--tokenizer", minilm, "--keep-columns", "row", "--quiet")
+    out = tmp_path / "wp"
+    tltok(dataset, "-o", out, "--ray", cluster, "--tokenizer", minilm, "--shard-mb", TINY, "--keep-columns", "row",
+          "--quiet")
+    got = _concat(_shards(out))
+    assert got.equals(_concat(sorted(ref.glob("*.parquet"))))
+    assert got.column("tokens").to_pylist()[0][:1] == [2034]  # "first document" -> [first, document, ...]
+
+
 def test_row_error_is_one_line(cluster, dataset, tmp_path):
     out = tmp_path / "err"
     r = tltok(dataset, "-o", out, "--ray", cluster, "--special", "error", "--quiet", check=False)

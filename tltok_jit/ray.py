@@ -27,7 +27,8 @@ import pyarrow as pa
 
 
 def resolve_encoding(encoding: Any):
-    """An `Encoding` from an encoding name, a tokenizer file path, or an `Encoding` itself."""
+    """An `Encoding` from an encoding name, a tokenizer file path, or an `Encoding` itself (for a
+    WordPiece or Unigram tokenizer.json: its registry-kind tokenizer)."""
     import tltok_jit
 
     if isinstance(encoding, tltok_jit.Encoding):
@@ -56,7 +57,13 @@ class TokenizeBatch:
         self.output_column = output_column or ("n_tokens" if count_only else "tokens")
         self.count_only = count_only
         self.num_threads = num_threads
-        encode_kwargs.setdefault("disallowed_special", ())
+        import tltok_jit
+
+        if isinstance(self.enc, tltok_jit.Encoding):
+            encode_kwargs.setdefault("disallowed_special", ())  # special-token text is text
+        elif encode_kwargs:  # WordPiece / Unigram: added tokens are matched, as tokenizers does
+            raise TypeError(f"{type(self.enc).__name__} takes no encode options ({', '.join(sorted(encode_kwargs))}): "
+                            "it matches its added tokens in the text, as tokenizers does")
         self.encode_kwargs = encode_kwargs
 
     def __call__(self, batch: pa.Table) -> pa.Table:

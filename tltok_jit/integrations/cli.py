@@ -70,6 +70,7 @@ from pathlib import Path
 
 from .cli_common import SPECIAL_MODES, CliError, load_encoding  # noqa: F401  (load_encoding: tests import it here)
 from .cli_common import special_kwargs as _special_kwargs
+from .cli_common import special_mode
 
 PARQUET_EXT = (".parquet", ".parq", ".pq")
 IPC_EXT = (".arrow", ".feather", ".ipc", ".arrows")
@@ -667,6 +668,7 @@ def cmd_encode(args) -> int:
         raise CliError("--threads must be >= 0")
     args.threads = args.threads or 0
     enc = load_encoding(args.encoding, args.tokenizer)
+    args.special = special_mode(args.special, enc)
     if args.pad_to is not None and not 0 <= args.pad_id < enc.n_vocab:
         raise CliError(f"--pad-id {args.pad_id} is not a token id of this encoding (0 to {enc.n_vocab - 1})")
     path = prepare_kernels(enc, quiet=args.quiet, job_bytes=sum(_file_size(p) for p, _rel in files))
@@ -797,6 +799,7 @@ def cmd_encode_ray(args) -> int:
         args.output_column = "n_tokens" if args.count_only else "tokens"
     keep = tuple(c.strip() for c in (args.keep_columns or "").split(",") if c.strip())
     enc = load_encoding(args.encoding, args.tokenizer)
+    args.special = special_mode(args.special, enc)
     if args.pad_to is not None and not 0 <= args.pad_id < enc.n_vocab:
         raise CliError(f"--pad-id {args.pad_id} is not a token id of this encoding (0 to {enc.n_vocab - 1})")
     eos_id = _eos_id(args, enc)
@@ -905,8 +908,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--all-columns", action="store_true", help="copy every input column to the output")
     e.add_argument("--output-column", default=None, help="name of the ids column (default tokens / n_tokens)")
     e.add_argument("--count-only", action="store_true", help="write int64 token counts instead of ids")
-    e.add_argument("--special", choices=("text", "error", "allow"), default="text",
-                   help="special-token text: encode as text (default), error, or allow as special ids")
+    e.add_argument("--special", choices=("text", "error", "allow"), default=None,
+                   help="special-token text: encode as text (default), error, or allow as special ids "
+                        "(WordPiece / Unigram tokenizer.json files: always allow, as tokenizers)")
     e.add_argument("--max-length", type=int, default=None, metavar="N",
                    help="keep at most N ids of each row (its first N; see --truncation-side)")
     e.add_argument("--truncation-side", choices=("right", "left"), default="right",

@@ -24,7 +24,12 @@ def load_encoding(name: str | None, tokenizer: str | None):
                 return tltok_jit.Encoding.from_tiktoken_file(p, name=name or p.stem)
             if p.suffix == ".json" and hasattr(tltok_jit, "from_file"):
                 cfg = p.with_name("tokenizer_config.json")
-                return tltok_jit.from_file(p, cfg if cfg.is_file() else None)
+                enc = tltok_jit.from_file(p, cfg if cfg.is_file() else None)
+                if not isinstance(enc, tltok_jit.Encoding):  # WordPiece, Unigram: a registry kind
+                    from .kind_job import KindJob
+
+                    return KindJob(enc, p, cfg if cfg.is_file() else None)
+                return enc
         except CliError:
             raise
         except Exception as e:  # noqa: BLE001
@@ -50,6 +55,17 @@ SPECIAL_MODES = {  # --special MODE -> the allowed / disallowed arguments of enc
     "error": {"allowed_special": set(), "disallowed_special": "all"},
     "allow": {"allowed_special": "all", "disallowed_special": ()},
 }
+
+
+def special_mode(mode: str | None, enc) -> str:
+    """--special MODE for `enc`: "text" when not given, but "allow" (the only mode they have) for
+    tokenizers that always match their added tokens (WordPiece, Unigram); CliError for another mode."""
+    if not getattr(enc, "matches_added_tokens", False):
+        return mode or "text"
+    if mode not in (None, "allow"):
+        raise CliError(f"--special {mode}: this tokenizer ({enc.name}) always matches its added tokens in the "
+                       "text, as tokenizers does; leave --special out (or pass --special allow)")
+    return "allow"
 
 
 def special_kwargs(mode: str) -> dict:

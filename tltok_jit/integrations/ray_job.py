@@ -194,8 +194,9 @@ class ShardWorker:
     def __init__(self, encoding: Any, opts: JobOptions, out: str, special: dict, threads: int = 1,
                  batch_mb: float = 8.0):
         from ..ray import resolve_encoding
+        from .kind_job import KindJob
 
-        self.enc = resolve_encoding(encoding)
+        self.enc = encoding if isinstance(encoding, KindJob) else resolve_encoding(encoding)
         self.opts = opts
         self.out = Path(out)
         self.threads = threads
