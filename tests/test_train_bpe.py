@@ -223,6 +223,41 @@ def test_thread_count_does_not_change_the_result():
     assert results[0] == results[1] == results[2]
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.text(alphabet="ab c\n'1é中", min_size=0, max_size=40), min_size=1, max_size=40),
+       st.integers(2, 4))
+def test_thread_count_never_changes_random_corpora(texts, threads):
+    from tltok_jit.training import counts
+    from tltok_jit.training.source import iter_batches
+
+    if not "".join(texts):
+        return
+    old = counts.MIN_PART_BYTES
+    counts.MIN_PART_BYTES = 1  # split even these tiny batches over every thread
+    try:
+        one = counts.count_pieces(iter_batches(texts), O200K_PATTERN, num_threads=1)
+        many = counts.count_pieces(iter_batches(texts), O200K_PATTERN, num_threads=threads)
+    finally:
+        counts.MIN_PART_BYTES = old
+
+    def as_dict(p):
+        return {bytes(p.data[p.offsets[i]:p.offsets[i + 1]]): int(p.counts[i]) for i in range(len(p))}
+
+    assert as_dict(one) == as_dict(many)
+    # and the merges do not depend on the order the tables list the pieces in
+    a = learn(one, 300, pattern=O200K_PATTERN)
+    b = learn(many, 300, pattern=O200K_PATTERN)
+    assert a.merge_ids == b.merge_ids
+
+
+def test_progress_reports_both_stages():
+    seen = []
+    train_bpe(corpus("english")[:2000], 700, progress=lambda stage, done, total: seen.append((stage, done, total)))
+    stages = [s for s, _, _ in seen]
+    assert stages[0] == "count" and stages[-1] == "merge"
+    assert seen[-1][1] == seen[-1][2] == 700 - 256  # every merge done, of the ones asked for
+
+
 # ------------------------------------------------------------------ sources
 def test_sources_give_the_same_vocabulary(tmp_path):
     import pyarrow as pa

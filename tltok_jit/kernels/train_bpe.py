@@ -2,8 +2,10 @@
 
 Counting. `count_rows` splits rows of UTF-8 text (Arrow layout: `data`, `offsets`) with a pattern's
 scanner and adds every piece to a hash table of distinct pieces (a *piece table*, see `new_table`).
-Each thread fills its own table; `merge_tables` adds one table into another. A table's size is its
-distinct pieces, never the text's.
+Each thread fills its own table; `add_pieces` adds one table's pieces (`table_pieces`) into another.
+A table's size is its distinct pieces, never the text's. The counting kernels stop when their
+table is full and `grow_table` (called between them) makes room: kernels here never replace an
+array inside a hot loop, since numba then pays reference-count updates on every turn.
 
 Merging. `train` replays `tokenizers`' `BpeTrainer::do_train` (models/bpe/trainer.rs) step for step,
 because its result depends on details a textbook BPE does not have:
@@ -54,9 +56,9 @@ def new_table(capacity: int = 1 << 12, pool: int = 1 << 16):
 
     A piece of at most SHORT bytes is a row of `short` (uint64[cap, 3], open addressing): two key
     words (bytes 0-7 little-endian; bytes 8-14 and the length in the top byte, so never 0 for a
-    piece: 0 = empty) and its count; one probe reads one row, no pool. A longer one: slots[h & mask] is an entry index + 1 (0 = empty); entry e is
-    pool[starts[e]:starts[e] + lens[e]] seen counts[e] times. meta = [long entries, pool bytes
-    used, short entries]."""
+    piece: 0 = empty) and its count; one probe reads one row, no pool. A longer one: slots[h & mask]
+    is an entry index + 1 (0 = empty); entry e is pool[starts[e]:starts[e] + lens[e]] seen counts[e]
+    times. meta = [long entries, pool bytes used, short entries]."""
     slots = np.zeros(capacity * 2, dtype=np.int64)
     return (np.zeros((capacity * 4, 3), np.uint64),
             slots,
@@ -433,15 +435,6 @@ def _grow_i64(a, need):
     if need <= len(a):
         return a
     b = np.zeros(max(need, 2 * len(a)), a.dtype)
-    b[:len(a)] = a
-    return b
-
-
-@njit
-def _grow_u64(a, need):
-    if need <= len(a):
-        return a
-    b = np.zeros(max(need, 2 * len(a)), np.uint64)
     b[:len(a)] = a
     return b
 

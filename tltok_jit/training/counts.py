@@ -32,6 +32,11 @@ class PieceCounts:
         return len(self.counts)
 
 
+# a batch is split over the threads in shares of at least this many bytes (a thread's start and
+# its table cost more than a smaller share saves)
+MIN_PART_BYTES = 1 << 16
+
+
 class _Table:
     def __init__(self):
         self.arrays = K.new_table()
@@ -77,7 +82,7 @@ def count_pieces(batches: Iterable[Batch], pattern: str, *, num_threads: int | N
         n = len(offsets) - 1
         if n <= 0:
             continue
-        parts = max(1, min(threads, len(data) // (1 << 16)))
+        parts = max(1, min(threads, len(data) // MIN_PART_BYTES))
         bounds = _balanced(offsets, parts)
         if parts == 1:
             tables[0].add_rows(data, offsets, 0, n, code, s1, s2)
