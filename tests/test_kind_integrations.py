@@ -99,3 +99,15 @@ def test_ray_data_callable_takes_a_wordpiece_file(minilm, hf_ids):
                                                      for t in table.column("text").to_pylist()]
     with pytest.raises(TypeError, match="allowed_special"):
         TokenizeBatch(minilm, allowed_special="all")
+
+
+def test_stream_decoder_names_the_way_for_a_registry_kind(minilm):
+    import tltok_jit
+
+    tok = tltok_jit.from_file(minilm)
+    with pytest.raises(TypeError, match="decode_incremental"):
+        tltok_jit.StreamDecoder(tok)
+    ids = tok.encode("hello, naive world [SEP] isn't it?")
+    state: dict = {}
+    text = "".join(tok.decode_incremental([i], state) for i in ids) + tok.decode_incremental([], state, final=True)
+    assert text == tok.decode(ids) == state["text"]

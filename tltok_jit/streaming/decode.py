@@ -166,6 +166,10 @@ def token_tables(enc) -> TokenTables:
         return hit[1]
     if isinstance(enc, TokenTables):
         return enc
+    if not callable(getattr(enc, "token_byte_table", None)):
+        raise TypeError(f"a stream decoder takes an Encoding (or anything with token_byte_table()), not a "
+                        f"{type(enc).__name__}; a registry-kind tokenizer streams with its "
+                        "decode_incremental(new_ids, state)")
     data, offsets, valid = enc.token_byte_table()
     name = getattr(enc, "name", None)
     chain_of = getattr(enc, "decoder_chain", None)
