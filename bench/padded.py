@@ -22,6 +22,9 @@ the call, pad_id = <|end_of_text|>, added tokens matched in text.
   truncation, no padding (what padded adds to it is the fill: the target is padded >= 0.9x).
 * hf: `tok.encode_batch(texts, add_special_tokens=False)` after `enable_truncation(512)` and
   `enable_padding(pad_id=...)`, RAYON_NUM_THREADS=T: HF's padded Encodings, not yet arrays.
+* gigatoken: `Tokenizer.from_json(text).encode_batch_padded(texts, pad_id=..., max_length=512,
+  truncate=True)` (gigatoken 0.10, when installed; RAYON_NUM_THREADS=T): uint32 ids [B, L] and the
+  lengths, the mask built from them inside the timer.
 * hf+arrays: the same, then `np.array([e.ids ...])` and `np.array([e.attention_mask ...])`, as
   transformers' `return_tensors="np"` builds them (the target is padded >= 5x hf).
 
@@ -47,7 +50,7 @@ if str(REPO) not in sys.path:
 
 from bench import common  # noqa: E402
 
-LIBS = ("padded", "padded-int32", "encode_arrow", "hf", "hf+arrays")
+LIBS = ("padded", "padded-int32", "encode_arrow", "hf", "hf+arrays", "gigatoken")
 MAX_LENGTH = 512
 DOC_BYTES = 1500
 
@@ -96,6 +99,17 @@ def worker(spec: dict) -> dict:
         else:
             def call(col):
                 return enc.encode_arrow(col, num_threads=threads, allowed_special="all")
+    elif lib == "gigatoken":
+        import gigatoken
+
+        with open(path, encoding="utf-8") as f:
+            g = gigatoken.Tokenizer.from_json(f.read())
+        pad_id = 128001 if spec["model"] == "llama3" else 0
+        target, warm_in = _batches(docs, rows), _batches(warm, rows)
+
+        def call(texts):
+            ids, lengths = g.encode_batch_padded(texts, pad_id=pad_id, max_length=MAX_LENGTH, truncate=True)
+            return ids, (np.arange(ids.shape[1]) < lengths[:, None]).astype(np.int64)
     else:
         import tokenizers
 
@@ -132,7 +146,7 @@ def worker(spec: dict) -> dict:
         elif lib == "hf":
             ids = np.array([e.ids for e in r], dtype=np.int64)
             mask = np.array([e.attention_mask for e in r], dtype=np.int64)
-        elif lib == "hf+arrays":
+        elif lib in ("hf+arrays", "gigatoken"):
             ids, mask = r
         else:
             n_ids += len(r.values)

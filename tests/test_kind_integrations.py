@@ -111,3 +111,23 @@ def test_stream_decoder_names_the_way_for_a_registry_kind(minilm):
     state: dict = {}
     text = "".join(tok.decode_incremental([i], state) for i in ids) + tok.decode_incremental([], state, final=True)
     assert text == tok.decode(ids) == state["text"]
+
+
+def test_dataframe_udfs_take_a_wordpiece_file(minilm, hf_ids):
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    import tltok_jit
+    from tltok_jit.udf import register_duckdb, register_polars
+
+    texts = ["hello world", None, "[SEP] naïve Café 中文"]
+    want = [hf_ids(t) for t in texts]
+    register_polars()
+    df = pl.DataFrame({"text": texts}).with_columns(ids=pl.col("text").tltok.encode(minilm),
+                                                    n=pl.col("text").tltok.count(minilm))
+    assert df["ids"].to_list() == want
+    assert df["n"].to_list() == [None if w is None else len(w) for w in want]
+    with pytest.raises(Exception, match="always matches its added tokens"):
+        pl.DataFrame({"text": texts}).with_columns(ids=pl.col("text").tltok.encode(minilm, special="error"))
+    con = register_duckdb(duckdb.connect(), tltok_jit.from_file(minilm))
+    rows = con.execute("SELECT tltok_encode(t) FROM (SELECT unnest(?) AS t)", [texts]).fetchall()
+    assert [r[0] for r in rows] == want

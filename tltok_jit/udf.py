@@ -25,6 +25,8 @@ pyarrow.compute::
                             # tltok_count_large for `large_string` (Arrow UDFs dispatch on exact types)
     pc.call_function("tltok_count", [arr])
 
+`encoding` is a name, a tokenizer file's path (.tiktoken, tokenizer.json: loaded once per process) or
+a tokenizer (an Encoding, or a WordPiece / Unigram tokenizer, which always matches its added tokens).
 Special tokens: every UDF takes `special="text" | "error" | "allow"`, default "text": special-token
 text is encoded as ordinary text (tiktoken's `encode_ordinary`); "error" is tiktoken's `encode` default
 (a row holding a special token raises, naming the row); "allow" gives special tokens their ids.
@@ -33,7 +35,10 @@ Invalid UTF-8 is encoded as `bytes.decode("utf-8", "replace")` would give it. Nu
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -43,23 +48,52 @@ DEFAULT_ENCODING = "o200k_base"
 _LOCK = threading.Lock()
 
 
-def special_kwargs(special: str) -> dict:
-    """encode_arrow keyword arguments for special="text" | "error" | "allow"."""
-    if special == "text":
+def special_kwargs(special: str | None, enc=None) -> dict:
+    """encode_arrow keyword arguments for special="text" (None: the default) | "error" | "allow".
+    A WordPiece / Unigram tokenizer (`enc` not an Encoding) always matches its added tokens, as
+    `tokenizers` does: it takes None or "allow" and no keywords."""
+    if special not in (None, "text", "error", "allow"):
+        raise ValueError(f"special must be 'text', 'error' or 'allow', not {special!r}")
+    if enc is not None and not _is_encoding(enc):
+        if special not in (None, "allow"):
+            raise ValueError(f"special={special!r}: {type(enc).__name__} always matches its added tokens in the "
+                             "text, as tokenizers does (leave special out, or pass 'allow')")
+        return {}
+    if special in (None, "text"):
         return {"allowed_special": set(), "disallowed_special": ()}
     if special == "allow":
         return {"allowed_special": "all", "disallowed_special": ()}
-    if special == "error":
-        return {"allowed_special": set(), "disallowed_special": "all"}
-    raise ValueError(f"special must be 'text', 'error' or 'allow', not {special!r}")
+    return {"allowed_special": set(), "disallowed_special": "all"}
+
+
+def _is_encoding(enc) -> bool:
+    from .encoding import Encoding
+
+    return isinstance(enc, Encoding)
+
+
+@functools.lru_cache(maxsize=16)
+def _from_path(path: str):
+    import tltok_jit
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"tokenizer file not found: {p}")
+    if p.suffix == ".tiktoken":
+        return tltok_jit.Encoding.from_tiktoken_file(p, name=p.stem)
+    cfg = p.with_name("tokenizer_config.json")
+    return tltok_jit.from_file(p, cfg if cfg.is_file() else None)
 
 
 def _encoding(encoding):
-    if isinstance(encoding, str):
+    """An encoding name, a tokenizer file path (.json, .tiktoken; loaded once), or a tokenizer."""
+    if isinstance(encoding, (str, os.PathLike)):
+        if Path(encoding).suffix in (".json", ".tiktoken"):
+            return _from_path(os.fspath(encoding))
         import tltok_jit
 
-        return tltok_jit.get_encoding(encoding)
-    return encoding  # an Encoding instance
+        return tltok_jit.get_encoding(os.fspath(encoding))
+    return encoding  # an Encoding or a registry-kind tokenizer
 
 
 def _single(result):
@@ -91,12 +125,13 @@ def register_polars() -> None:
             return pl.Series(name, _single(arr))
 
         def _encode(s: "pl.Series", encoding, num_threads, special) -> "pl.Series":
-            out = _encoding(encoding).encode_arrow(s, num_threads=num_threads, large_list=None,
-                                                   **special_kwargs(special))
+            enc = _encoding(encoding)
+            out = enc.encode_arrow(s, num_threads=num_threads, large_list=None, **special_kwargs(special, enc))
             return _to_series(s.name, out)
 
         def _count(s: "pl.Series", encoding, num_threads, special) -> "pl.Series":
-            out = _encoding(encoding).count_arrow(s, num_threads=num_threads, **special_kwargs(special))
+            enc = _encoding(encoding)
+            out = enc.count_arrow(s, num_threads=num_threads, **special_kwargs(special, enc))
             return _to_series(s.name, out)
 
         def _decode(s: "pl.Series", encoding, num_threads) -> "pl.Series":
@@ -110,12 +145,12 @@ def register_polars() -> None:
             def __init__(self, expr: "pl.Expr"):
                 self._expr = expr
 
-            def encode(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str = "text") -> "pl.Expr":
+            def encode(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str | None = None) -> "pl.Expr":
                 special_kwargs(special)
                 return self._expr.map_batches(lambda s: _encode(s, encoding, num_threads, special),
                                               return_dtype=pl.List(pl.UInt32), is_elementwise=True)
 
-            def count(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str = "text") -> "pl.Expr":
+            def count(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str | None = None) -> "pl.Expr":
                 special_kwargs(special)
                 return self._expr.map_batches(lambda s: _count(s, encoding, num_threads, special),
                                               return_dtype=pl.Int64, is_elementwise=True)
@@ -131,10 +166,10 @@ def register_polars() -> None:
             def __init__(self, s: "pl.Series"):
                 self._s = s
 
-            def encode(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str = "text"):
+            def encode(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str | None = None):
                 return _encode(self._s, encoding, num_threads, special)
 
-            def count(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str = "text"):
+            def count(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0, special: str | None = None):
                 return _count(self._s, encoding, num_threads, special)
 
             def decode(self, encoding=DEFAULT_ENCODING, *, num_threads: int = 0):
@@ -157,7 +192,7 @@ def _duck_types():
 
 
 def register_duckdb(con=None, encoding=DEFAULT_ENCODING, *, prefix: str = "tltok", num_threads: int = 0,
-                    special: str = "text"):
+                    special: str | None = None):
     """Register `{prefix}_encode(VARCHAR) -> UINTEGER[]`, `{prefix}_count(VARCHAR) -> BIGINT` and
     `{prefix}_decode(UINTEGER[]) -> VARCHAR` as vectorized Arrow UDFs on `con` (default: duckdb's
     default connection). Returns the connection."""
@@ -166,7 +201,7 @@ def register_duckdb(con=None, encoding=DEFAULT_ENCODING, *, prefix: str = "tltok
     con = con if con is not None else duckdb.default_connection() if callable(
         getattr(duckdb, "default_connection", None)) else duckdb.default_connection
     enc = _encoding(encoding)
-    kw = special_kwargs(special)
+    kw = special_kwargs(special, enc)
 
     def enc_fn(texts):
         return _single(enc.encode_arrow(texts, num_threads=num_threads, **kw))
@@ -198,7 +233,7 @@ _PC_REGISTERED: dict[str, str] = {}
 
 
 def register_pyarrow(encoding=DEFAULT_ENCODING, *, prefix: str = "tltok", num_threads: int = 0,
-                     special: str = "text") -> list[str]:
+                     special: str | None = None) -> list[str]:
     """Register vectorized `pyarrow.compute` functions (process-wide registry; idempotent for the
     same encoding, an error if a name is taken by another encoding): `{prefix}_encode` and
     `{prefix}_count` on `string`, `{prefix}_encode_large` / `{prefix}_count_large` on `large_string`,
@@ -206,7 +241,8 @@ def register_pyarrow(encoding=DEFAULT_ENCODING, *, prefix: str = "tltok", num_th
     import pyarrow.compute as pc
 
     enc = _encoding(encoding)
-    kw = special_kwargs(special)
+    kw = special_kwargs(special, enc)
+    special = special or ("text" if _is_encoding(enc) else "allow")
     key = f"{enc.name}/{special}/{num_threads}"
 
     def enc_fn(ctx, texts):
