@@ -14,6 +14,9 @@ of str (and an Arrow string column for encode_arrow), made outside the timer.
 * hf: `tok.encode_batch(docs, add_special_tokens=False)` with the file's truncation and padding turned
   off (the same ids), RAYON_NUM_THREADS=T; then `[e.ids for e in encodings]` (hf-ids, the same output
   as ours) is timed too.
+* tokie (0.1): `Tokenizer.from_json(path).encode_batch(docs, add_special_tokens=False)`, then the ids.
+* kitoken (0.11): `Kitoken.from_file(a copy of the file without its truncation / padding)
+  .encode_all(docs, False)`: id lists (kitoken applies the file's padding otherwise).
 
 Every number is ONE timed pass in a FRESH process pinned to T CPUs before any library is imported,
 after two untimed passes over other text (bench.data.warmup_text: the UDHR translations and the
@@ -37,7 +40,7 @@ if str(REPO) not in sys.path:
 
 from bench import common  # noqa: E402
 
-LIBS = ("ours", "ours-numpy", "ours-arrow", "hf", "hf-ids")
+LIBS = ("ours", "ours-numpy", "ours-arrow", "hf", "hf-ids", "tokie", "kitoken")
 DOC_BYTES = 1500
 
 
@@ -72,6 +75,27 @@ def worker(spec: dict) -> dict:
 
             def call(col):
                 return tok.encode_arrow(col, num_threads=threads)
+    elif lib == "tokie":
+        import tokie
+
+        tok = tokie.Tokenizer.from_json(path)
+
+        def call(texts):
+            return [list(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)]
+    elif lib == "kitoken":
+        import tempfile
+
+        import kitoken
+
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        d["truncation"] = d["padding"] = None
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
+            json.dump(d, f)
+        tok = kitoken.Kitoken.from_file(f.name)
+
+        def call(texts):
+            return tok.encode_all(texts, False)
     else:
         import tokenizers
 
