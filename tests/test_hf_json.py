@@ -517,7 +517,6 @@ def test_repeated_merge_takes_its_last_rank_like_hf(tmp_path):
 
 REFUSALS = [
     ({"model.type": "WordLevel"}, "model.type", "WordLevel"),
-    ({"model.type": "Unigram"}, "model.type", "Unigram"),
     ({"model.dropout": 0.1}, "model.dropout", "0.1"),
     ({"model.continuing_subword_prefix": "##"}, "model.continuing_subword_prefix", "##"),
     ({"model.end_of_word_suffix": "</w>"}, "model.end_of_word_suffix", "</w>"),
@@ -539,9 +538,8 @@ REFUSALS = [
     ({"decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True}}, "decoder.type", "WordPiece"),
     ({"post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 1], "cls": ["[CLS]", 0]}},
      "post_processor.type", "BertProcessing"),
-    ({"truncation": {"max_length": 8, "strategy": "LongestFirst", "stride": 0, "direction": "Right"}},
-     "truncation", "max_length"),
-    ({"padding": {"strategy": "BatchLongest", "direction": "Right", "pad_id": 0}}, "padding", "BatchLongest"),
+    ({"truncation": {"max_length": 8, "strategy": "Sideways"}}, "truncation.strategy", "Sideways"),
+    ({"padding": {"strategy": "Widest", "direction": "Right", "pad_id": 0}}, "padding.strategy", "Widest"),
     ({"added_tokens.0.lstrip": True}, "added_tokens[0].lstrip", "true"),
     ({"added_tokens.0.rstrip": True}, "added_tokens[0].rstrip", "true"),
     ({"added_tokens.0.single_word": True}, "added_tokens[0].single_word", "true"),
