@@ -21,6 +21,8 @@ from ..kernels import wordpiece as K
 from ..kernels.wordpiece import _ro
 from ..loaders.hf_wordpiece import WordPieceModel, read_wordpiece_json
 from ..tokenizer import Tokenizer
+from .kernel_columns import KernelColumns
+from .kernel_columns import threads_of as _threads
 from ..unicode.bert import bert_tables
 
 __all__ = ["WordPieceTokenizer"]
@@ -94,16 +96,7 @@ def _on_threads(n: int, work) -> None:
         raise errors[0]
 
 
-def _threads(num_threads: int | None) -> int:
-    import numba
-
-    limit = numba.config.NUMBA_NUM_THREADS
-    if num_threads is None or num_threads <= 0:
-        return limit
-    return min(int(num_threads), limit)
-
-
-class WordPieceTokenizer(Tokenizer):
+class WordPieceTokenizer(KernelColumns, Tokenizer):
     """A WordPiece tokenizer.json; see the module docstring."""
 
     kind = "huggingface"
@@ -279,42 +272,6 @@ class WordPieceTokenizer(Tokenizer):
         if counting:
             return np.diff(off), col.valid
         return ids, off, col.valid
-
-    def encode_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace",
-                     large_list: bool | None = None):
-        """`encode` of every row of a text column: list<uint32> (large_list<uint32> past 2**31 - 1 ids or
-        with large_list=True), nulls stay null, chunks kept; rows in parallel, the same ids for any
-        thread count. A row that is not valid UTF-8 is encoded as `row.decode("utf-8", "replace")`
-        (errors="replace") or raises ArrowRowError naming the row (errors="strict")."""
-        from . import columns as C
-
-        C.check_errors(errors)
-        threads = _threads(num_threads)
-        return C.text_columns(column, lambda col, base: self._column_chunk(col, base, threads, errors, False),
-                              lambda res, chunked: C.assemble_ids(res, chunked, large_list))
-
-    def count_arrow(self, column, *, num_threads: int | None = None, errors: str = "replace"):
-        """The number of ids of every row (int64, nulls stay null), as `encode_arrow` counts them."""
-        from . import columns as C
-
-        C.check_errors(errors)
-        threads = _threads(num_threads)
-        return C.text_columns(column, lambda col, base: self._column_chunk(col, base, threads, errors, True),
-                              C.assemble_counts)
-
-    def decode_arrow(self, column, *, errors: str = "replace", num_threads: int | None = None):
-        """`decode` of every row of a list<integer> column: large_string, nulls stay null."""
-        from . import columns as C
-
-        C.check_errors(errors)
-
-        def decode_chunk(col, row_base: int):
-            o = col.offsets.tolist()
-            flat = col.ids.tolist()
-            return C.strings_array([self._decode_checked(flat[o[r]:o[r + 1]]) if col.valid[r] else None
-                                    for r in range(len(col.valid))], col.valid)
-
-        return C.id_columns(column, self.vocab_size, decode_chunk)
 
     # ------------------------------------------------------------------ decode
     def _pieces(self, ids: list[int], first: bool, skip_special_tokens: bool = True) -> list[str]:
