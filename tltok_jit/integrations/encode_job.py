@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import TltokError
+from .parquet_write import writer_options
 
 _POLL = 0.05  # seconds: how often a blocked stage checks whether the job was stopped
 
@@ -287,11 +288,12 @@ def encode_step(enc, column: str, *, threads: int, special: dict, count_only: bo
 
 
 class ParquetSink:
-    """Encoded batches -> one Parquet file per input file (zstd; the ids column after the kept ones)."""
+    """Encoded batches -> one Parquet file per input file (the ids column after the kept ones; the
+    writer settings of `parquet_write`)."""
 
     def __init__(self, dests: Sequence[Path], keep: Sequence[list[str]], empty_fields: Sequence[list],
                  output_column: str, count_only: bool, progress: Callable[[int, int, int], None],
-                 pad_width: int | None = None):
+                 pad_width: int | None = None, compression: str = "zstd"):
         import pyarrow as pa
 
         self.dests = list(dests)
@@ -303,6 +305,7 @@ class ParquetSink:
         else:
             self.out_fields = [pa.field(output_column, pa.int64() if count_only else pa.list_(pa.uint32()))]
         self.progress = progress
+        self.compression = compression
         self._writer = None
 
     def _open(self, file: int, fields: list) -> None:
@@ -312,10 +315,8 @@ class ParquetSink:
         dest = self.dests[file]
         dest.parent.mkdir(parents=True, exist_ok=True)
         schema = pa.schema(list(fields) + self.out_fields)
-        # no dictionary for the ids: building one costs ~30% of the write's CPU for ~5% of its size
-        # (the kept columns keep Parquet's default)
-        self._writer = pq.ParquetWriter(str(dest), schema, compression="zstd",
-                                        use_dictionary=[f.name for f in fields])
+        options = writer_options(schema, {f.name for f in self.out_fields}, self.compression)
+        self._writer = pq.ParquetWriter(str(dest), schema, **options)
 
     def __call__(self, item: Part | FileEnd) -> None:
         import pyarrow as pa
@@ -402,8 +403,10 @@ class PackedParquetSink:
     documents of each record batch packed together with `strategy`, a row group each; null and
     empty texts are skipped and counted."""
 
-    def __init__(self, path: Path, seq_len: int, options: dict, progress: Callable[[int, int, int], None]):
+    def __init__(self, path: Path, seq_len: int, options: dict, progress: Callable[[int, int, int], None],
+                 compression: str = "zstd"):
         self.path = path
+        self.compression = compression
         self.seq_len = seq_len
         self.options = options
         self.progress = progress
@@ -424,7 +427,7 @@ class PackedParquetSink:
         if len(docs):
             table, batch = pack_column(docs, self.seq_len, **self.options)
             if self._writer is None:
-                self._writer = pq.ParquetWriter(str(self.path), table.schema, compression="zstd")
+                self._writer = pq.ParquetWriter(str(self.path), table.schema, compression=self.compression)
             self._writer.write_table(table)
             self.rows += len(batch)
             self.documents += batch.documents
@@ -443,7 +446,7 @@ class PackedParquetSink:
             import pyarrow as pa
 
             empty, _ = pack_column(pa.array([[0]], pa.list_(pa.uint32())), self.seq_len, strategy="pad")
-            self._writer = pq.ParquetWriter(str(self.path), empty.schema, compression="zstd")
+            self._writer = pq.ParquetWriter(str(self.path), empty.schema, compression=self.compression)
         w, self._writer = self._writer, None
         w.close()
 
