@@ -259,3 +259,51 @@ def test_in_memory_sources_read_like_the_files(corpus):
     picked = ds.select(range(len(ds) - 1, -1, -1))
     got = _rows_seen(TokenBatches(picked, enc, **args))
     assert sorted(got) == sorted(i for i, t in enumerate(texts[::-1]) if t is not None)
+
+
+@pytest.mark.parametrize("piece_rows", [16, 10**9])
+def test_batches_are_the_rows_of_the_window_packed_whole(corpus, monkeypatch, piece_rows):
+    """A window read and tokenized in pieces, its rows written batch by batch, equals `pack` over
+    the window's documents at once."""
+    import tltok_jit.loader as loader_module
+    from tltok_jit.packing import pack
+
+    monkeypatch.setattr(loader_module, "_PIECE_ROWS", piece_rows)
+    _, enc, texts = corpus
+    got = list(make(corpus, shuffle=False, shuffle_buffer=10**6, batch_size=3, drop_last=True,
+                    return_doc_index=True))
+    kept = [i for i, t in enumerate(texts) if t is not None]
+    want = pack([enc.encode_ordinary(texts[i]) for i in kept], SEQ, eos_id=EOS)
+    assert len(got) == len(want) // 3
+    for k, b in enumerate(got):
+        for key in ("input_ids", "labels", "position_ids"):
+            assert np.array_equal(b[key], getattr(want, key)[3 * k:3 * k + 3]), (k, key)
+        seg = want.row_segments
+        rows = want.doc_index[seg[3 * k]:seg[3 * k + 3]].copy()
+        rows[:, 0] = np.asarray(kept)[rows[:, 0]]
+        assert np.array_equal(b["doc_index"], rows)
+
+
+def test_a_held_batch_is_never_overwritten_and_a_dropped_one_is_reused(corpus):
+    import tltok_jit.padding as padding
+
+    held, copies, seen = [], [], set()
+    for i, b in enumerate(make(corpus, seq_len=2048, batch_size=2)):  # 100 KB batches: recycled
+        seen.add(b["input_ids"].ctypes.data)
+        if i % 3 == 0:
+            held.append(b)
+            copies.append({k: np.array(v) for k, v in b.items()})
+    assert same(held, copies)
+    if padding._RECYCLE:
+        assert len(seen) < (len(held) - 1) * 3  # the dropped batches' memory came back
+
+
+def test_the_loader_runs_only_the_kernels_warm_compiles(corpus):
+    from tltok_jit.kernels import packing as k
+
+    k.warm()
+    before = {f: len(getattr(k, f).signatures) for f in ("bfd", "concat", "pad", "fill_rows")}
+    for dtype in ("int64", "int32"):
+        for strategy in ("bfd", "concat", "pad"):
+            list(make(corpus, dtype=dtype, strategy=strategy, batch_size=5))
+    assert {f: len(getattr(k, f).signatures) for f in before} == before

@@ -476,3 +476,46 @@ def test_the_same_rows_for_any_thread_count(strategy):
     with pytest.raises(PackingError) as e:
         pack(docs[:2], 8, num_threads=-1)
     assert e.value.argument == "num_threads"
+
+
+def test_rows_written_in_any_ranges_equal_the_whole():
+    from tltok_jit.packing import documents, fill, layout_documents, pack_documents, rows_memory
+
+    rng = np.random.default_rng(11)
+    docs = [rng.integers(0, 50000, n, dtype=np.uint32) for n in rng.integers(1, 700, 300)]
+    values, starts, counts = documents(docs)
+    for strategy in ("bfd", "concat", "pad"):
+        whole = pack_documents(values, starts, counts, 256, strategy=strategy, eos=3, bos=2, pad_id=9,
+                               rng=np.random.default_rng(5))
+        lay = layout_documents(values, starts, counts, 256, strategy=strategy, eos=3, bos=2,
+                               rng=np.random.default_rng(5))
+        cuts = sorted({0, len(lay), *rng.integers(0, len(lay), 6).tolist()})
+        for lo, hi in zip(cuts, cuts[1:]):
+            out = rows_memory(hi - lo, 256, np.int32)
+            fill(lay, lo, hi, out, 9)
+            for got, field in zip(out, ("input_ids", "position_ids", "labels", "loss_mask")):
+                assert np.array_equal(got, getattr(whole, field)[lo:hi]), (strategy, field, lo, hi)
+            assert np.array_equal(lay.doc_index(lo, hi), whole.doc_index[whole.row_segments[lo]:
+                                                                          whole.row_segments[hi]])
+
+
+def test_rows_memory_is_reused_once_dropped_and_never_while_held(monkeypatch):
+    import tltok_jit.packing as packing
+    import tltok_jit.padding as padding
+
+    if not padding._RECYCLE:
+        pytest.skip("no recycling on a free-threaded build")
+    monkeypatch.setattr(packing, "_ARENAS", [])
+    docs = [np.arange(1, 300 + k, dtype=np.uint32) for k in range(400)]  # ~3 MB of rows: recycled
+    first = pack(docs, 2048, eos_id=0)
+    want = first.labels.copy()
+    held = first.labels[1:]
+    del first
+    second = pack(docs[::-1], 2048, eos_id=0)  # other rows in the same shape
+    assert not np.shares_memory(second.labels, held)
+    assert np.array_equal(held, want[1:])
+    where = second.input_ids.ctypes.data
+    del second
+    third = pack(docs, 2048, eos_id=0)
+    assert third.input_ids.ctypes.data == where  # the dropped batch's memory, not new pages
+    assert np.array_equal(third.labels, want) and np.array_equal(held, want[1:])

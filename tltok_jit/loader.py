@@ -16,11 +16,11 @@ How the data is cut, so that the batches are a pure function of the options and 
   worker w reads share r * num_workers + w. The shares are disjoint and cover every row once per
   epoch; a rank may get one batch more or fewer than another.
 * A share is read in windows of `shuffle_buffer` rows: a window's documents are tokenized (on
-  `num_threads` threads; the next window is prepared on a background thread while this one is
-  handed out), shuffled, packed together, and the packed rows shuffled (each with a generator
-  seeded by (seed, epoch, share, window)). Rows flow into batches across windows and epochs; the
-  last batch of the last epoch is filled up with padding rows (labels all -100) unless
-  `drop_last`.
+  `num_threads` threads, in pieces: the next piece is read from Parquet while one is tokenized;
+  the next window is prepared on a background thread while this one is handed out), shuffled,
+  packed together, and the packed rows shuffled (each with a generator seeded by (seed, epoch,
+  share, window)). Rows flow into batches across windows and epochs; the last batch of the last
+  epoch is filled up with padding rows (labels all -100) unless `drop_last`.
 * `state_dict()` is the position of the next batch: (epoch, window, rows of it already handed
   out). `load_state_dict` rebuilds that window and skips those rows, so the batches after a resume
   equal those of an uninterrupted run; a state from other options or files is refused, naming what
@@ -29,9 +29,9 @@ How the data is cut, so that the batches are a pure function of the options and 
 Text is encoded as `encode_ordinary` would (a row that spells "<|endoftext|>" gets the ids of that
 text) unless `allowed_special` names special tokens to match. Null texts are skipped and counted
 (`stats`: counts of this object's iterations in this process, not part of the state); memory holds two windows of
-text and ids, their packed rows and one row group of the column. The rows of a window are laid out
-in their shuffled order, so a batch within one window is a view of them (no copy): it keeps that
-window's rows alive while it is referenced.
+text and ids with where each of their rows' segments goes, and one row group of the column. A
+batch's rows are written when it is handed out, into memory reused once no array of an earlier
+batch refers to it (a batch kept by the caller is never overwritten).
 
 A training loop (torch; `torch_dataset` wraps the batches as tensors):
 
@@ -57,7 +57,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .errors import PackingError, ResumeError
-from .packing import DTYPES, LONG_DOCUMENTS, STRATEGIES, check_choice, check_token, pack_documents
+from .packing import (DTYPES, LONG_DOCUMENTS, STRATEGIES, Layout, check_choice, check_token, fill,
+                      layout_documents, rows_memory)
 
 __all__ = ["ResumeError", "TokenBatches", "torch_dataset"]
 
@@ -66,6 +67,10 @@ _MAGIC = ("tltok_jit.loader", STATE_VERSION)
 
 
 _TABLE_GROUP = 1 << 16  # rows of an in-memory table taken as one row group
+_PIECES = 4  # a window is read and tokenized in up to this many pieces (each call has a fixed cost)
+_PIECE_ROWS = 256  # rows of a piece at least
+_ARENAS: list[np.ndarray] = []  # batches' memory, recycled (see packing.rows_memory)
+_ARENA_KEEP = 4  # a training loop may hold a few batches (prefetch, pinning)
 
 
 def _as_table(source):
@@ -252,8 +257,8 @@ class TokenBatches:
 
     # ------------------------------------------------------------------ windows
     def _window(self, reader: _Reader, epoch: int, window: int, share: int, shares: int):
-        """The packed rows of one window (a PackedBatch, rows shuffled) and its doc index rows,
-        or None past the share's end."""
+        """The layout of one window's rows (a `_Rows`, rows shuffled), or None past the share's
+        end."""
         blocks = self._share_blocks(epoch, share, shares)
         sizes = np.array([b[3] - b[2] for b in blocks], dtype=np.int64)
         cum = np.concatenate([[0], np.cumsum(sizes)])
@@ -261,9 +266,7 @@ class TokenBatches:
         if a >= cum[-1]:
             return None
         z = min(a + self.shuffle_buffer, int(cum[-1]))
-        texts, rows = reader.read(blocks, cum, a, z)
-        ids = self.tokenizer.encode_arrow(texts, num_threads=self.num_threads, allowed_special=self.allowed_special,
-                                          disallowed_special=())
+        ids, rows = self._tokenize(reader, blocks, cum, a, z)
         values, starts, counts, valid = _lists(ids)
         rows = rows[valid]
         nulls = len(valid) - int(valid.sum()) if valid.dtype == np.bool_ else 0
@@ -272,13 +275,31 @@ class TokenBatches:
             rng = np.random.default_rng([self.seed, epoch, share, shares, window])
             perm = rng.permutation(len(starts))
             starts, counts, rows = starts[perm], counts[perm], rows[perm]
-        batch = pack_documents(values, starts, counts, self.seq_len, strategy=self.strategy,
+        lay = layout_documents(values, starts, counts, self.seq_len, strategy=self.strategy,
                                eos=-1 if self.eos_id is None else self.eos_id,
                                bos=-1 if self.bos_id is None else self.bos_id,
-                               split=self.long_documents == "split", pad_id=self.pad_id,
-                               dtype=np.dtype(self.dtype).type, source_rows=rows, rng=rng,
-                               num_threads=self.num_threads)
-        return batch, nulls
+                               split=self.long_documents == "split", source_rows=rows, rng=rng)
+        seq_lens, _, _, tokens = lay.boundaries()
+        return _Rows(lay, seq_lens, tokens, nulls)
+
+    def _tokenize(self, reader: _Reader, blocks, cum: np.ndarray, a: int, z: int):
+        """(list of encode_arrow id columns, global row ids) of share rows [a, z): read in pieces,
+        the next piece read on a thread while this one is tokenized (Parquet decoding and
+        encode_arrow release the GIL)."""
+        n_pieces = max(1, min(_PIECES, (z - a) // _PIECE_ROWS))
+        cuts = [a + (z - a) * i // n_pieces for i in range(n_pieces + 1)]
+        encode = self.tokenizer.encode_arrow
+        ids, rows = [], []
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tltok-reader") as io:
+            ahead = io.submit(reader.read, blocks, cum, cuts[0], cuts[1])
+            for i in range(n_pieces):
+                texts, piece_rows = ahead.result()
+                if i + 1 < n_pieces:
+                    ahead = io.submit(reader.read, blocks, cum, cuts[i + 1], cuts[i + 2])
+                ids.append(encode(texts, num_threads=self.num_threads, allowed_special=self.allowed_special,
+                                  disallowed_special=()))
+                rows.append(piece_rows)
+        return ids, np.concatenate(rows)
 
     def __iter__(self) -> Iterator[dict]:
         share, shares = self._default_share()
@@ -321,10 +342,10 @@ class TokenBatches:
         parts = []  # (packed, row indices) making up the next batch
         have = 0
         skip = self._position[2]
-        for epoch, window, (packed, nulls) in self._windows(share, shares):
-            lo, n = skip, len(packed)
+        for epoch, window, packed in self._windows(share, shares):
+            lo, n = skip, len(packed.layout)
             if not skip:
-                self._count(packed, nulls)
+                self._count(packed)
             skip = 0
             while lo < n:
                 hi = min(n, lo + b - have)
@@ -343,36 +364,36 @@ class TokenBatches:
         self._position = (0, 0, 0)  # the next iteration starts over
         self._shares = None
 
-    def _count(self, packed, nulls: int) -> None:
-        st = self.stats
-        st["documents"] += packed.documents
-        st["null_rows"] += nulls
-        st["split"] += packed.split
-        st["dropped"] += packed.dropped
+    def _count(self, packed: _Rows) -> None:
+        st, lay = self.stats, packed.layout
+        st["documents"] += len(lay.counts)
+        st["null_rows"] += packed.nulls
+        st["split"] += lay.split
+        st["dropped"] += lay.dropped
         st["tokens"] += packed.tokens
-        st["rows"] += len(packed)
+        st["rows"] += len(lay)
 
     def _assemble(self, parts) -> dict:
-        """One batch dict from (packed, lo, hi) parts (rows lo:hi of a window; packed None: hi - lo
-        padding rows). A batch from one window is views of its rows."""
+        """One batch dict from (packed, lo, hi) parts (rows lo:hi of a window's `_Rows`; packed
+        None: hi - lo padding rows), its rows written now into recycled memory."""
         s = self.seq_len
-        dt = np.dtype(self.dtype)
-        ids, labels, pos, lens, docs = [], [], [], [], []
+        ids, pos, labels, mask = rows_memory(self.batch_size, s, np.dtype(self.dtype).type, _ARENAS, _ARENA_KEEP)
+        lens, docs = [], []
+        r = 0
         for packed, lo, hi in parts:
+            n = hi - lo
             if packed is None:
-                n = hi - lo
-                ids.append(np.full((n, s), self.pad_id, dtype=dt))
-                labels.append(np.full((n, s), -100, dtype=dt))
-                pos.append(np.broadcast_to(np.arange(s, dtype=dt), (n, s)))
+                ids[r:r + n] = self.pad_id
+                labels[r:r + n] = -100
+                pos[r:r + n] = np.arange(s)
                 lens.append(np.full((n, 1), s, dtype=np.int32))
-                continue
-            ids.append(packed.input_ids[lo:hi])
-            labels.append(packed.labels[lo:hi])
-            pos.append(packed.position_ids[lo:hi])
-            lens.append(packed.seq_lens[lo:hi])
-            if self.return_doc_index:
-                seg = packed.row_segments
-                docs.append(packed.doc_index[seg[lo]:seg[hi]])
+            else:
+                fill(packed.layout, lo, hi, (ids[r:r + n], pos[r:r + n], labels[r:r + n], mask[r:r + n]),
+                     self.pad_id, 1)
+                lens.append(packed.seq_lens[lo:hi])
+                if self.return_doc_index:
+                    docs.append(packed.layout.doc_index(lo, hi))
+            r += n
         if len(lens) == 1:
             seq_lens = lens[0]
         else:
@@ -385,15 +406,21 @@ class TokenBatches:
         runs = seq_lens[seq_lens > 0]
         cu = np.zeros(len(runs) + 1, dtype=np.int32)
         np.cumsum(runs, out=cu[1:])
-
-        def join(a):
-            return a[0] if len(a) == 1 else np.concatenate(a)
-
-        out = {"input_ids": join(ids), "labels": join(labels), "position_ids": join(pos), "seq_lens": seq_lens,
+        out = {"input_ids": ids, "labels": labels, "position_ids": pos, "seq_lens": seq_lens,
                "cu_seqlens": cu, "max_seqlen": np.int32(runs.max())}
         if self.return_doc_index:
-            out["doc_index"] = join(docs) if docs else np.empty((0, 3), np.int64)
+            out["doc_index"] = (docs[0] if len(docs) == 1 else np.concatenate(docs)) if docs else np.empty((0, 3),
+                                                                                                        np.int64)
         return out
+
+
+class _Rows:
+    """One window's rows: their layout, seq_lens [N, K] int32, non-pad ids and null texts."""
+
+    __slots__ = ("layout", "seq_lens", "tokens", "nulls")
+
+    def __init__(self, layout: Layout, seq_lens: np.ndarray, tokens: int, nulls: int):
+        self.layout, self.seq_lens, self.tokens, self.nulls = layout, seq_lens, tokens, nulls
 
 
 class _Reader:
@@ -439,12 +466,12 @@ class _Reader:
         return text, np.concatenate(rows)
 
 
-def _lists(ids):
-    """(values, starts, counts, valid) of a list column from encode_arrow, null rows left out
-    (valid: the rows kept)."""
+def _lists(pieces):
+    """(values, starts, counts, valid) of list columns from encode_arrow (a list of them, one after
+    another), null rows left out (valid: the rows kept)."""
     import pyarrow as pa
 
-    chunks = list(ids.chunks) if isinstance(ids, pa.ChunkedArray) else [ids]
+    chunks = [c for ids in pieces for c in (ids.chunks if isinstance(ids, pa.ChunkedArray) else [ids])]
     values, starts, counts, valid = [], [], [], []
     shift = 0
     for c in chunks:

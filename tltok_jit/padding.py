@@ -306,23 +306,27 @@ def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, pre
     return PaddedBatch(input_ids=ids, attention_mask=mask, lengths=lengths, overflow_to_sample_mapping=mapping)
 
 
-def _batch_memory(nbytes: int) -> np.ndarray:
+def _batch_memory(nbytes: int, arenas: list | None = None, keep: int = _ARENA_KEEP, most: int = _ARENA_MAX,
+                  pages=small_pages) -> np.ndarray:
     """`nbytes` of uninitialized memory for a batch's arrays (a uint8 array): part of a kept arena
     no earlier batch still uses, else new (on 4 KB pages: a first write into a fresh huge page can
-    wait for the kernel to compact memory, see pages.py)."""
-    if not _RECYCLE or not _ARENA_MIN <= nbytes <= _ARENA_MAX:
-        return small_pages(np.empty(max(nbytes, 1), dtype=np.uint8))[:nbytes]
+    wait for the kernel to compact memory, see pages.py). `arenas` (this module's by default)
+    keeps at most `keep` arenas of at most `most` bytes, each new one passed through `pages`
+    (packing keeps its bigger, reused rows apart, on the pages numpy gives)."""
+    arenas = _ARENAS if arenas is None else arenas
+    if not _RECYCLE or not _ARENA_MIN <= nbytes <= most:
+        return pages(np.empty(max(nbytes, 1), dtype=np.uint8))[:nbytes]
     with _ARENA_LOCK:
-        for i in range(len(_ARENAS)):
+        for i in range(len(arenas)):
             # any array viewing the arena holds one more reference
-            if sys.getrefcount(_ARENAS[i]) == _UNUSED and nbytes <= len(_ARENAS[i]) <= 4 * nbytes:
-                arena = _ARENAS.pop(i)
-                _ARENAS.append(arena)
+            if sys.getrefcount(arenas[i]) == _UNUSED and nbytes <= len(arenas[i]) <= 4 * nbytes:
+                arena = arenas.pop(i)
+                arenas.append(arena)
                 return arena[:nbytes]  # a view: the arena is in use from here on
-        arena = small_pages(np.empty(nbytes, dtype=np.uint8))
-        _ARENAS.append(arena)
-        if len(_ARENAS) > _ARENA_KEEP:
-            del _ARENAS[0]  # its batches, if any, keep it alive; it is never handed out again
+        arena = pages(np.empty(nbytes, dtype=np.uint8))
+        arenas.append(arena)
+        if len(arenas) > keep:
+            del arenas[0]  # its batches, if any, keep it alive; it is never handed out again
         return arena[:nbytes]
 
 
