@@ -169,14 +169,19 @@ def _timed(call) -> float:
 
 
 def _trl_fill(ids, seq_len: int, eos: int) -> dict:
-    """TRL's bfd over the same documents, when trl imports."""
+    """TRL's bfd over the same documents, when trl imports: "bfd_split" where TRL has it (its "bfd"
+    cuts a document longer than seq_len to seq_len; ours splits it, as bfd_split does)."""
     try:
         import datasets
         from trl.data_utils import pack_dataset
-    except ImportError:
-        return {"error": "trl not installed"}
+    except ImportError as e:
+        return {"error": f"{e.name or 'trl'} not installed"}  # trl.data_utils imports transformers
     lists = [x + [eos] for x in ids.to_pylist()]
-    packed = pack_dataset(datasets.Dataset.from_dict({"input_ids": lists}), seq_len, strategy="bfd")
+    data = datasets.Dataset.from_dict({"input_ids": lists})
+    try:
+        packed = pack_dataset(data, seq_len, strategy="bfd_split")
+    except ValueError:  # a TRL before bfd_split
+        packed = pack_dataset(data, seq_len, strategy="bfd")
     n = sum(len(x) for x in packed["input_ids"])
     return {"rows": len(packed), "fill": n / (len(packed) * seq_len), "split": None}
 

@@ -338,7 +338,7 @@ class TokenBatches:
                 window += 1
 
     def _batches(self, share: int, shares: int) -> Iterator[dict]:
-        b, s = self.batch_size, self.seq_len
+        b = self.batch_size
         parts = []  # (packed, row indices) making up the next batch
         have = 0
         skip = self._position[2]
