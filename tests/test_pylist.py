@@ -64,6 +64,8 @@ def test_small_ints_are_raised_once_per_process():
     assert pylist.int_objects(10) is pylist.int_objects(300)  # one table per process, grown
     small, big = pylist.int_objects(300), pylist.int_objects(600)
     assert big.objects[299] is small.objects[299] and len(big.addrs) >= 600
+    assert big.addrs.tolist() == [id(o) for o in big.objects]  # the addresses, read from the object array
+    assert [type(o) for o in big.objects[295:305]] == [int] * 10 and big.objects.tolist() == list(range(len(big.addrs)))
 
 
 def test_a_failed_fill_leaves_no_object_in_the_list(monkeypatch):

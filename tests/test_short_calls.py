@@ -184,6 +184,20 @@ def _call_handle_parts(enc):
     return KH.handle_of(enc.engine.tables, cache), np.empty(64, np.uint32), work[0], mask, np.empty(64, np.uint8)
 
 
+def test_the_handle_made_in_python_is_the_kernels(ours):
+    """handle_of writes the handle in Python; the kernels' own writer (handle_layout.write_handle,
+    used by handle_in) gives the same addresses and shapes."""
+    from tltok_jit.kernels.handle_layout import write_handle
+
+    for name in ("r50k_base", "o200k_base"):
+        enc = ours(name)
+        cache, _ = enc.engine.serial_workspace()
+        h = KH.handle_of(enc.engine.tables, cache)
+        k = np.zeros(KH.HANDLE_LEN, dtype=np.int64)
+        write_handle(enc.engine.tables, cache, k)
+        assert not h.flags.writeable and h.tolist() == k.tolist()
+
+
 def test_call_handle_refuses_what_the_kernel_cannot_read(ours):
     enc = ours("r50k_base")
     h, out, vals, mask, utf8 = _call_handle_parts(enc)

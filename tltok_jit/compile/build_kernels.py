@@ -44,35 +44,49 @@ def _identity_key(ident: dict) -> str:
 
 
 def compile_all() -> None:
-    """Compile (into this process's kernel cache) every kernel a shipped entry point uses."""
-    from . import background as warm
-    from .worker import compile_parts, compiled_encoding, stand_in_hf_model, warm_stream
+    """Compile (into this process's kernel cache) every kernel a shipped entry point uses.
 
-    compile_parts(stages=warm.STAGES)
+    The worker's stages run in two processes (compile_parts). The rest (_steps) is walked by a third
+    process, started beside them, from its end, and by this one from its start once the stages are
+    done, so no core idles while the other finishes. A kernel both reach is compiled once (each is
+    compiled under a lock of its own) and then only loaded by the other."""
+    from . import background as warm
+    from .worker import compile_parts
+
+    other = subprocess.Popen([sys.executable, "-m", "tltok_jit.compile.build_kernels", "--compile-steps-reversed"],
+                             stdin=subprocess.DEVNULL)
+    try:
+        compile_parts(stages=warm.STAGES)
+        for step in _steps():
+            step()
+    finally:
+        if other.wait() != 0:
+            raise SystemExit(f"tltok_jit: compiling kernels in a second process failed (exit {other.returncode})")
+    _build_tables()
+
+
+def _steps() -> list:
+    """What the worker's stages do not compile: every scanner, the stream, padded and long-result
+    kernels, tokenizer.json files with SentencePiece-style BPE, SentencePiece models, WordPiece and
+    Unigram files, packing and training."""
+    from functools import partial
+
+    from ..kernels import packing, padding, train_bpe, unigram, wordpiece
     from ..kernels.scan import load_scanner
     from ..kernels.scanner_slots import N_SCANNERS
 
-    for kind in range(N_SCANNERS):
-        load_scanner(kind)
+    return [*(partial(load_scanner, kind) for kind in range(N_SCANNERS)), _warm_stream_and_padded,
+            _warm_sentencepiece_style_json, _warm_long_results, padding.warm, wordpiece.warm, packing.warm,
+            _warm_sentencepiece, unigram.warm, train_bpe.warm]
+
+
+def _warm_stream_and_padded() -> None:
+    from .worker import compiled_encoding, stand_in_hf_model, warm_stream
+
     warm_stream(compiled_encoding(stand_in_hf_model()))
     padded = compiled_encoding(stand_in_hf_model())
     for dtype in ("int64", "int32"):  # the fill kernel of fixed-shape batches, one variant per output type
         padded.encode_batch_padded(["a fixed", "shape"], pad_id=0, dtype=dtype)
-    _warm_sentencepiece_style_json()
-    _warm_sentencepiece()
-    _warm_long_results()
-    from ..kernels import packing, padding, wordpiece
-
-    wordpiece.warm()
-    padding.warm()
-    packing.warm()
-    from ..kernels import unigram
-
-    unigram.warm()
-    from ..kernels import train_bpe
-
-    train_bpe.warm()
-    _build_tables()
 
 
 def _warm_long_results() -> None:
@@ -245,6 +259,10 @@ def build(out: str, reuse: str | None = None, cpu: str | None = None) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--compile-steps-reversed"]:  # the third process of compile_all, in its environment
+        for step in reversed(_steps()):
+            step()
+        return 0
     if argv[:1] == ["--compile-into"]:
         _compile_into(argv[1])
         return 0

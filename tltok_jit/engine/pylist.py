@@ -100,8 +100,17 @@ def _small_ints_immortal() -> None:
     every table; twice would overflow)."""
     with _SMALL_LOCK:
         if not _SMALL_DONE[0]:
-            _raise_counts(np.array([id(i) for i in range(_SMALL_INTS)], dtype=np.int64), 0, IMMORTAL_BIAS)
+            small = np.array([id(i) for i in range(_SMALL_INTS)], dtype=np.int64)
+            _raise_counts(small.ctypes.data, 0, len(small), IMMORTAL_BIAS)
             _SMALL_DONE[0] = True
+
+
+def _addresses(objects: np.ndarray) -> np.ndarray:
+    """id() of every item of a contiguous object array, as int64 (its buffer holds the PyObject*s)."""
+    n = len(objects)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer((ctypes.c_int64 * n).from_address(objects.ctypes.data), dtype=np.int64).copy()
 
 
 class IntObjects:
@@ -110,14 +119,16 @@ class IntObjects:
 
     def __init__(self, n: int, base: "IntObjects | None" = None) -> None:
         m = 0 if base is None else len(base.addrs)
-        fresh = np.array(range(m, n), dtype=object)
+        # (arange's cast makes the ints in C, and the object array's items are the addresses: a
+        # first call of o200k spent ~25 ms on np.array(range(n)) and a map(id) over it)
+        fresh = np.arange(m, n, dtype=np.int64).astype(object)
         self.objects = fresh if base is None else np.concatenate([base.objects, fresh])
-        self.addrs = np.fromiter(map(id, self.objects), dtype=np.int64, count=n)
+        self.addrs = _addresses(self.objects)
         self.immortal = _AVAILABLE and (base is None or base.immortal)
         if self.immortal:
             try:
                 _small_ints_immortal()
-                _raise_counts(self.addrs, max(m, _SMALL_INTS), IMMORTAL_BIAS)
+                _raise_counts(self.addrs.ctypes.data, max(m, _SMALL_INTS), len(self.addrs), IMMORTAL_BIAS)
             except Exception:  # noqa: BLE001 - the kernel failed to compile: plain objects, gathered
                 self.immortal = False
 

@@ -26,7 +26,7 @@ from numba.cpython.unicode import _get_code_point
 
 from .cache import PieceCache
 from .encode import encode_ordinary_spans, encode_span
-from .handle_layout import CACHE_DTYPES, HANDLE_LEN, TABLE_DTYPES, cache_of, tables_of, write_handle
+from .handle_layout import CACHE_DTYPES, HANDLE_LEN, TABLE_DTYPES, cache_of, tables_of
 from .jit import njit, stack_array, view_ro, view_rw
 from .pyargs import borrowed_str, call_address
 from .pyresult import acquire_gil, id_list, id_list_shared, py_int, py_none, release_gil
@@ -86,8 +86,15 @@ def handle_of(T, cache: PieceCache) -> np.ndarray:
     for a, (dt, nd) in zip(cache, CACHE_DTYPES):
         if a.dtype != dt or a.ndim != nd or not a.flags.c_contiguous or not a.flags.writeable:
             raise ValueError(f"cache array {a.dtype}[{a.ndim}] does not match the handle layout")
-    out = np.zeros(HANDLE_LEN, dtype=np.int64)
-    write_handle(T, cache, out)
+    # written here rather than by handle_layout.write_handle: passing arrays to a kernel has numba
+    # type them in Python on a process's first call, ~20 ms of a first short encode
+    fields = []
+    for a in T:
+        fields += (a.ctypes.data, len(a))
+    for a in cache:
+        fields += (a.ctypes.data, *a.shape)
+    out = np.array(fields, dtype=np.int64)
+    assert len(out) == HANDLE_LEN
     out.flags.writeable = False
     return out
 

@@ -5,10 +5,11 @@ immortal, so a list of ids can be filled on several threads without touching ref
 
 from __future__ import annotations
 
+import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
-from .jit import njit
+from .jit import njit, view_ro
 
 
 @intrinsic
@@ -49,9 +50,13 @@ def fill_items(items, ids, lo, hi, addrs):
         _store_i64(items + 8 * i, addrs[ids[i]])
 
 
-# The GIL stays held (nogil=False): the kernel changes reference counts.
+# The GIL stays held (nogil=False): the kernel changes reference counts. It takes the addresses'
+# array by its address: an array argument has numba type it in Python on a process's first call
+# (which imports numpy.ma, ~20 ms of a first short encode)
 @njit(nogil=False)
-def raise_counts(addrs, lo, bias):
-    """Add `bias` to the reference count of the objects at addrs[lo:] (ob_refcnt is their first field)."""
-    for j in range(lo, len(addrs)):
+def raise_counts(addrs_at, lo, hi, bias):
+    """Add `bias` to the reference count of the objects whose addresses are items lo .. hi-1 of the
+    int64 array at `addrs_at` (ob_refcnt is their first field)."""
+    addrs = view_ro(addrs_at, (hi,), np.int64)
+    for j in range(lo, hi):
         _add_i64(addrs[j], bias)
