@@ -412,33 +412,37 @@ def rows_memory(n_rows: int, seq_len: int, dtype, arenas: list | None = None,
 _PARALLEL_SLOTS = 1 << 19  # output slots per thread of the fill (fewer: a thread costs more than it saves)
 
 
+def _cpus() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def fill(lay: Layout, lo: int, hi: int, out, pad_id: int, num_threads: int = 1) -> None:
     """Write rows lo:hi of `lay` into `out` (input_ids, position_ids, labels, loss_mask of hi - lo
     rows, C-contiguous; the ints of one dtype), in parts on threads (the kernel releases the GIL;
     each part writes its own rows, so the result is the same for any thread count; 0: every CPU)."""
-    import os
     import threading
 
     n_rows, seq_len = hi - lo, lay.seq_len
     if n_rows <= 0:
         return
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    threads = num_threads or cpus
-    parts = max(1, min(threads, n_rows * seq_len // _PARALLEL_SLOTS))
-    bounds = [n_rows * p // parts for p in range(parts + 1)]
+    parts = max(1, min(num_threads or _cpus(), n_rows * seq_len // _PARALLEL_SLOTS))
     bos, eos, pad = np.int64(lay.bos), np.int64(lay.eos), np.int64(pad_id)
+    if parts == 1:  # a loader's batch: no more Python than the call
+        kernels.fill_rows(lay.values, lay.starts, lay.counts, bos, eos, lay.seg_doc, lay.seg_start, lay.seg_len,
+                          lay.row_segments[lo:hi + 1], pad, *out)
+        return
+    bounds = [n_rows * p // parts for p in range(parts + 1)]
 
     def run(p: int) -> None:
         a, z = bounds[p], bounds[p + 1]
         kernels.fill_rows(lay.values, lay.starts, lay.counts, bos, eos, lay.seg_doc, lay.seg_start, lay.seg_len,
                           lay.row_segments[lo + a:lo + z + 1], pad, *(x[a:z] for x in out))
 
-    if parts == 1:
-        run(0)
-        return
     workers = [threading.Thread(target=run, args=(p,)) for p in range(1, parts)]
     for w in workers:
         w.start()
