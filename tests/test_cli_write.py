@@ -1,5 +1,5 @@
-"""How `tltok encode` writes Parquet: the ids as BYTE_STREAM_SPLIT without a dictionary or statistics,
-the kept columns with Parquet's defaults, the codec of `--compression`, and its refusals."""
+"""How `tltok encode` writes Parquet: the ids PLAIN without a dictionary (or as `--ids-encoding` says),
+the kept columns with Parquet's defaults, the codec of `--compression`, and the refusals of both flags."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pytest.importorskip("tiktoken")
 
 from conftest import FIXTURES  # noqa: E402
 
-from tltok_jit.integrations.parquet_write import CODECS, leaf_paths, writer_options  # noqa: E402
+from tltok_jit.integrations.parquet_write import CODECS, IDS_ENCODINGS, leaf_paths, writer_options  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -49,19 +49,24 @@ def test_leaf_paths_and_options():
     schema = pa.schema([("id", pa.int64()), ("meta", pa.struct([("a", pa.string()), ("b", pa.list_(pa.int32()))])),
                         ("tokens", pa.list_(pa.uint32()))])
     assert leaf_paths(schema.field("meta")) == ["meta.a", "meta.b.list.element"]
-    opts = writer_options(schema, {"tokens"}, "lz4")
-    assert opts == {"compression": "lz4", "use_dictionary": ["id", "meta.a", "meta.b.list.element"],
-                    "write_statistics": ["id", "meta.a", "meta.b.list.element"],
-                    "use_byte_stream_split": ["tokens.list.element"]}
-    counts = writer_options(pa.schema([("n_tokens", pa.int64())]), {"n_tokens"})
-    assert counts == {"compression": "zstd", "use_dictionary": [], "write_statistics": ["n_tokens"]}
+    kept = ["id", "meta.a", "meta.b.list.element"]
+    assert writer_options(schema, {"tokens"}) == {"compression": "zstd", "use_dictionary": kept}
+    assert writer_options(schema, {"tokens"}, "lz4", "dictionary") == {
+        "compression": "lz4", "use_dictionary": kept + ["tokens.list.element"]}
+    assert writer_options(schema, {"tokens"}, "zstd", "byte_stream_split") == {
+        "compression": "zstd", "use_dictionary": kept, "use_byte_stream_split": ["tokens.list.element"]}
+    counts = pa.schema([("n_tokens", pa.int64())])
+    assert writer_options(counts, {"n_tokens"}, "zstd", "byte_stream_split") == {"compression": "zstd",
+                                                                                "use_dictionary": []}
 
 
-@pytest.mark.parametrize("codec", CODECS)
-def test_codecs_write_the_same_ids(cli, parquet_in, tmp_path, tiktoken_oracle, codec):
+@pytest.mark.parametrize("codec,ids_encoding", [(c, "plain") for c in CODECS]
+                         + [("zstd", e) for e in IDS_ENCODINGS if e != "plain"])
+def test_codecs_and_encodings_write_the_same_ids(cli, parquet_in, tmp_path, tiktoken_oracle, codec, ids_encoding):
     src, texts = parquet_in
     out = tmp_path / "out.parquet"
-    cli("encode", src, "-o", out, "--keep-columns", "id", "--threads", "2", "--compression", codec, "--quiet")
+    cli("encode", src, "-o", out, "--keep-columns", "id", "--threads", "2", "--compression", codec,
+        "--ids-encoding", ids_encoding, "--quiet")
     enc = tiktoken_oracle("o200k_base")
     t = pq.read_table(out)
     assert t.schema.field("tokens").type == pa.list_(pa.uint32())
@@ -69,16 +74,17 @@ def test_codecs_write_the_same_ids(cli, parquet_in, tmp_path, tiktoken_oracle, c
     cols = _columns(out)
     ids, kept = cols["tokens.list.element"], cols["id"]
     assert ids.compression == ("UNCOMPRESSED" if codec == "none" else codec.upper())
-    assert "BYTE_STREAM_SPLIT" in ids.encodings and "RLE_DICTIONARY" not in ids.encodings
-    assert not ids.is_stats_set
-    assert "RLE_DICTIONARY" in kept.encodings and kept.is_stats_set
+    assert ("RLE_DICTIONARY" in ids.encodings) == (ids_encoding == "dictionary")
+    assert ("BYTE_STREAM_SPLIT" in ids.encodings) == (ids_encoding == "byte_stream_split")
+    assert "RLE_DICTIONARY" in kept.encodings
 
 
-def test_other_readers(cli, parquet_in, tmp_path):
-    """polars and duckdb read the BYTE_STREAM_SPLIT ids as pyarrow does."""
+@pytest.mark.parametrize("ids_encoding", IDS_ENCODINGS)
+def test_other_readers(cli, parquet_in, tmp_path, ids_encoding):
+    """polars and duckdb read the ids as pyarrow does (BYTE_STREAM_SPLIT integers: their recent releases)."""
     src, _ = parquet_in
     out = tmp_path / "out.parquet"
-    cli("encode", src, "-o", out, "--quiet")
+    cli("encode", src, "-o", out, "--ids-encoding", ids_encoding, "--quiet")
     want = pq.read_table(out)["tokens"].to_pylist()
     pl = pytest.importorskip("polars")
     assert pl.read_parquet(out)["tokens"].to_list() == want
@@ -91,7 +97,7 @@ def test_count_only_and_packed_rows(cli, parquet_in, tmp_path):
     counts = tmp_path / "counts.parquet"
     cli("encode", src, "-o", counts, "--count-only", "--compression", "snappy", "--quiet")
     col = _columns(counts)["n_tokens"]
-    assert col.compression == "SNAPPY" and col.is_stats_set and "RLE_DICTIONARY" not in col.encodings
+    assert col.compression == "SNAPPY" and "RLE_DICTIONARY" not in col.encodings
     packed = tmp_path / "packed.parquet"
     cli("encode", src, "-o", packed, "--pack", 64, "--strategy", "concat", "--compression", "lz4", "--quiet")
     assert {c.compression for c in _columns(packed).values()} == {"LZ4"}
@@ -107,4 +113,11 @@ def test_refusals(cli, parquet_in, tmp_path):
     assert "--compression" in e and "--pack without --strategy" in e
     e = cli("encode", src, "-o", tmp_path / "d", "--ray", "--compression", "lz4", rc=2)
     assert "--compression" in e and "--ray" in e
+    e = cli("encode", src, "-o", tmp_path / "a.parquet", "--ids-encoding", "delta", rc=2)
+    assert "--ids-encoding" in e and "'delta'" in e and "plain, dictionary, byte_stream_split" in e
+    for extra in (["--count-only"], ["--pad-to", 8], ["--pack", 16, "--strategy", "concat"]):
+        e = cli("encode", src, "-o", tmp_path / "a.parquet", "--ids-encoding", "dictionary", *extra, rc=2)
+        assert "--ids-encoding only applies" in e
+    e = cli("encode", src, "-o", tmp_path / "d", "--ray", "--ids-encoding", "byte_stream_split", rc=2)
+    assert "--ids-encoding" in e and "--ray" in e
     assert not list(tmp_path.iterdir())

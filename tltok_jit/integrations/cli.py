@@ -3,7 +3,8 @@
     tltok encode INPUT -o OUTPUT [--column text] [--encoding o200k_base | --tokenizer FILE]
                  [--threads N] [--keep-columns a,b | --all-columns] [--output-column tokens]
                  [--count-only] [--special text|error|allow] [--batch-mb 8]
-                 [--compression zstd|lz4|snappy|none] [--overwrite] [--quiet]
+                 [--compression zstd|lz4|snappy|none] [--ids-encoding plain|dictionary|byte_stream_split]
+                 [--overwrite] [--quiet]
     tltok encode INPUT -o train.bin --pack 2048 [--eos]      training shards (see below)
     tltok encode INPUT -o PREFIX --format megatron|bin [--eos]   per-document shards (see below)
     tltok encode INPUT -o OUTDIR --ray [ADDRESS] [--ray-workers N] [--shard-mb 256]   on Ray (tltok_jit.integrations.ray_job)
@@ -20,8 +21,9 @@ streamed (about `--batch-mb` MB of text at a time, default 8), so memory stays f
 Output column: `list<uint32>` ids (`--output-column`, default `tokens`) or, with `--count-only`,
 `int64` counts (default name `n_tokens`). Only that column is written unless `--keep-columns` /
 `--all-columns` carry input columns along. Null texts stay null. `--compression` picks the Parquet
-codec (zstd by default); the ids are written as BYTE_STREAM_SPLIT without a dictionary
-(tltok_jit.integrations.parquet_write).
+codec (zstd by default). `--ids-encoding` the ids column's encoding: `plain` (default: every reader
+takes it), `dictionary`, or `byte_stream_split` (~40% less write CPU and ~3% smaller, but readable
+only by readers of Parquet 2.11: pyarrow 16+, DuckDB's 2026 releases).
 
 `--special`: `text` (default; special-token text is encoded as ordinary text, like tiktoken's
 `encode_ordinary`), `error` (tiktoken's `encode` default: a special token in a row is an error naming
@@ -73,7 +75,7 @@ from pathlib import Path
 from .cli_common import SPECIAL_MODES, CliError, load_encoding  # noqa: F401  (load_encoding: tests import it here)
 from .cli_common import special_kwargs as _special_kwargs
 from .cli_common import special_mode
-from .parquet_write import CODECS
+from .parquet_write import CODECS, IDS_ENCODINGS
 
 PARQUET_EXT = (".parquet", ".parq", ".pq")
 IPC_EXT = (".arrow", ".feather", ".ipc", ".arrows")
@@ -508,7 +510,7 @@ def _encode_files(readers: list[Reader], dests: list[Path], args, enc, keeps: li
     empty = [[r.schema.field(c) for c in k] if r.schema is not None else [] for r, k in zip(readers, keeps)]
     pad = None if args.pad_to is None else encode_job.PadTo(args.pad_to, args.pad_id, args.padding_side)
     sink = encode_job.ParquetSink(dests, keeps, empty, args.output_column, args.count_only, progress.update,
-                                  pad_width=args.pad_to, compression=args.compression)
+                                  pad_width=args.pad_to, compression=args.compression, ids_encoding=args.ids_encoding)
     step = encode_job.encode_step(enc, args.column, threads=args.threads, special=_special_kwargs(args.special),
                                   count_only=args.count_only, large_list=False, hint=_SPECIAL_HINT,
                                   max_length=args.max_length, truncation_side=args.truncation_side, pad=pad)
@@ -742,15 +744,21 @@ def cmd_encode(args) -> int:
 
 
 def _check_compression(args, shard: bool) -> None:
-    """--compression: a known codec, and only where the output is Parquet."""
-    if args.compression is None:
-        args.compression = "zstd"
-        return
-    if args.compression not in CODECS:
-        raise CliError(f"unknown --compression {args.compression!r}; use one of {', '.join(CODECS)}")
-    if shard or (args.pack is not None and args.strategy is None):
-        what = f"--format {args.format}" if shard else "--pack without --strategy"
-        raise CliError(f"--compression only applies to Parquet output ({what} writes .bin shards)")
+    """--compression and --ids-encoding: known values, each only where it applies."""
+    if args.compression is not None:
+        if args.compression not in CODECS:
+            raise CliError(f"unknown --compression {args.compression!r}; use one of {', '.join(CODECS)}")
+        if shard or (args.pack is not None and args.strategy is None):
+            what = f"--format {args.format}" if shard else "--pack without --strategy"
+            raise CliError(f"--compression only applies to Parquet output ({what} writes .bin shards)")
+    if args.ids_encoding is not None:
+        if args.ids_encoding not in IDS_ENCODINGS:
+            raise CliError(f"unknown --ids-encoding {args.ids_encoding!r}; use one of {', '.join(IDS_ENCODINGS)}")
+        if shard or args.pack is not None or args.count_only or args.pad_to is not None:
+            raise CliError("--ids-encoding only applies to the list<uint32> ids column of Parquet output "
+                           "(not --format megatron|bin, --pack, --count-only or --pad-to)")
+    args.compression = args.compression or "zstd"
+    args.ids_encoding = args.ids_encoding or "plain"
 
 
 def _check_lengths(args, shard: bool) -> None:
@@ -785,8 +793,9 @@ def cmd_encode_ray(args) -> int:
 
     if args.pack is not None:
         raise CliError("--pack is not supported with --ray (use --format megatron|bin, or drop --ray)")
-    if args.compression not in (None, "zstd"):
-        raise CliError("--compression is not supported with --ray (its shards are zstd Parquet)")
+    if args.compression not in (None, "zstd") or args.ids_encoding not in (None, "plain"):
+        flag = "--compression" if args.compression not in (None, "zstd") else "--ids-encoding"
+        raise CliError(f"{flag} is not supported with --ray (its shards are zstd Parquet, ids PLAIN)")
     shard = args.format != "parquet"
     _check_lengths(args, shard)
     if shard and args.count_only:
@@ -951,6 +960,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --pack or --format megatron|bin: end every document with <|endoftext|>")
     e.add_argument("--compression", default=None, metavar="CODEC",
                    help=f"Parquet output: {', '.join(CODECS)} (default zstd; lz4 writes ~30%% faster, ~30%% larger)")
+    e.add_argument("--ids-encoding", default=None, metavar="ENCODING",
+                   help=f"Parquet encoding of the ids column: {', '.join(IDS_ENCODINGS)} (default plain)")
     e.add_argument("--batch-mb", type=float, default=8.0, help="text per record batch, MB (default 8)")
     e.add_argument("--overwrite", action="store_true", help="replace an existing OUTPUT")
     e.add_argument("--quiet", action="store_true", help="no progress line and no summary")

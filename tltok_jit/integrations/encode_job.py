@@ -293,7 +293,7 @@ class ParquetSink:
 
     def __init__(self, dests: Sequence[Path], keep: Sequence[list[str]], empty_fields: Sequence[list],
                  output_column: str, count_only: bool, progress: Callable[[int, int, int], None],
-                 pad_width: int | None = None, compression: str = "zstd"):
+                 pad_width: int | None = None, compression: str = "zstd", ids_encoding: str = "plain"):
         import pyarrow as pa
 
         self.dests = list(dests)
@@ -306,6 +306,7 @@ class ParquetSink:
             self.out_fields = [pa.field(output_column, pa.int64() if count_only else pa.list_(pa.uint32()))]
         self.progress = progress
         self.compression = compression
+        self.ids_encoding = ids_encoding
         self._writer = None
 
     def _open(self, file: int, fields: list) -> None:
@@ -315,7 +316,7 @@ class ParquetSink:
         dest = self.dests[file]
         dest.parent.mkdir(parents=True, exist_ok=True)
         schema = pa.schema(list(fields) + self.out_fields)
-        options = writer_options(schema, {f.name for f in self.out_fields}, self.compression)
+        options = writer_options(schema, {f.name for f in self.out_fields}, self.compression, self.ids_encoding)
         self._writer = pq.ParquetWriter(str(dest), schema, **options)
 
     def __call__(self, item: Part | FileEnd) -> None:

@@ -1,9 +1,10 @@
 """The Parquet writer settings of `tltok encode`'s output: the codec (`--compression`) and the encoding
-of each column."""
+of the ids column (`--ids-encoding`)."""
 
 from __future__ import annotations
 
 CODECS = ("zstd", "lz4", "snappy", "none")
+IDS_ENCODINGS = ("plain", "dictionary", "byte_stream_split")
 
 
 def leaf_paths(field) -> list[str]:
@@ -20,26 +21,29 @@ def leaf_paths(field) -> list[str]:
     return [field.name]
 
 
-def writer_options(schema, written: set[str] | frozenset[str] = frozenset(), compression: str = "zstd") -> dict:
+def writer_options(schema, written: set[str] | frozenset[str] = frozenset(), compression: str = "zstd",
+                   ids_encoding: str = "plain") -> dict:
     """`pyarrow.parquet.ParquetWriter` keywords for `schema` with the codec `compression`.
 
-    The columns named in `written` (made by the encoder) get no dictionary, and a `list<uint32>` one
-    (token ids) no statistics and the BYTE_STREAM_SPLIT encoding; the other columns (copied from the
-    input) keep Parquet's defaults.
+    The columns named in `written` (made by the encoder) get no dictionary, except a `list<uint32>`
+    one (token ids) with ids_encoding="dictionary"; with "byte_stream_split" that one is written as
+    BYTE_STREAM_SPLIT. The other columns (copied from the input) keep Parquet's defaults.
     """
     import pyarrow as pa
 
-    # Token ids are high-entropy: a dictionary overflows its page after the first ~250k ids and
-    # min/max of a list's elements filters nothing. BYTE_STREAM_SPLIT puts the ids' bytes in four
-    # streams, the high ones nearly constant, so the codec runs faster and compresses further
-    # (240 MB of English, o200k: 0.62 CPU s and 96.9 MB against 1.12 s and 99.5 MB as PLAIN).
+    # PLAIN is the default because every Parquet reader takes it. BYTE_STREAM_SPLIT writes the ids
+    # with ~40% less CPU at ~3% less size (the codec meets four byte streams, the high ones nearly
+    # constant), but integer columns in it are Parquet 2.11 (2024): older readers refuse the file
+    # (pyarrow < 16, DuckDB before its 2026 releases). A dictionary writes ~10% faster and ~5%
+    # smaller than PLAIN but makes every later read slower (bench/results/e2e.md).
     def is_ids(f) -> bool:
         return f.name in written and pa.types.is_list(f.type) and pa.types.is_uint32(f.type.value_type)
 
-    kept = [p for f in schema if f.name not in written for p in leaf_paths(f)]
     ids = [p for f in schema if is_ids(f) for p in leaf_paths(f)]
-    stats = [p for f in schema if not is_ids(f) for p in leaf_paths(f)]
-    options = {"compression": compression, "use_dictionary": kept, "write_statistics": stats}
-    if ids:
+    dictionary = [p for f in schema if f.name not in written for p in leaf_paths(f)]
+    if ids_encoding == "dictionary":
+        dictionary += ids
+    options = {"compression": compression, "use_dictionary": dictionary}
+    if ids_encoding == "byte_stream_split" and ids:
         options["use_byte_stream_split"] = ids
     return options
