@@ -1,8 +1,14 @@
-"""tltok_jit vs Hugging Face `tokenizers` (and fastokens / tokie when installed) on tokenizer.json models.
+"""tltok_jit vs Hugging Face `tokenizers` (and fastokens / tokie / kitoken when installed, and HF's
+1.0 pre-release from another interpreter) on tokenizer.json models.
 
     python bench/bench_hf.py                                  # llama3,qwen2.5 x english,code,chinese x whole,batch
     python bench/bench_hf.py --models llama3 --corpora english --repeat 3 --threads 1,2
     python bench/bench_hf.py --out bench/results/hf.md         # also writes hf.json beside it
+    python bench/bench_hf.py --rc3-python /tmp/rc3venv/bin/python   # adds lib hf-rc3
+
+`hf-rc3`: `tokenizers==1.0.0rc3` conflicts with the 0.23 installed here, so it lives in its own venv
+(`python -m venv /tmp/rc3venv && /tmp/rc3venv/bin/pip install tokenizers==1.0.0rc3 numpy`); its
+workers run with that interpreter (--rc3-python, or BENCH_HF_RC3_PYTHON), the same calls as HF's.
 
 Methodology (as bench/README.md): every number comes from a FRESH PROCESS, pinned to `threads` CPUs
 before any library is imported, that loads the tokenizer.json, warms the instance up on OTHER text
@@ -12,11 +18,12 @@ processes. Modes:
 
 * whole: one encode of the whole corpus, single-threaded (ours: `enc.encode_to_numpy(text,
   allowed_special="all")`; HF: `tok.encode(text, add_special_tokens=False)`; fastokens / tokie: the
-  same call on their Tokenizer, with FASTOKENS_BPE_THREADS=1).
+  same call on their Tokenizer, with FASTOKENS_BPE_THREADS=1; kitoken: `Kitoken.from_file(path)
+  .encode(text, True)`, True: added tokens in the text match, as HF's do).
 * batch: the corpus split into ~1-2 KB documents (bench.data.split_docs); ours:
   `enc.encode_batch_to_numpy(docs, num_threads=T, allowed_special="all")`, HF:
   `tok.encode_batch(docs, add_special_tokens=False)` with RAYON_NUM_THREADS=T; fastokens / tokie:
-  `encode_batch_flat(docs, add_special_tokens=False)`.
+  `encode_batch_flat(docs, add_special_tokens=False)`; kitoken: `encode_all(docs, True)`.
 
 MB/s = 10**6 bytes of UTF-8 input per wall second; cpuMB/s per CPU second of the process (the
 machine may be shared: the CPU figure and ratio(cpu) are the steadier ones for single-thread runs).
@@ -76,6 +83,16 @@ def worker(spec: dict) -> dict:
         else:
             def call(x):
                 return tok.encode_batch_flat(x, add_special_tokens=False)
+    elif lib == "kitoken":
+        import kitoken
+
+        tok = kitoken.Kitoken.from_file(path)
+        if mode == "whole":
+            def call(x):
+                return tok.encode(x, True)
+        else:
+            def call(x):
+                return tok.encode_all(x, True)
     elif lib == "tltok_jit":
         import tltok_jit
 
@@ -86,10 +103,11 @@ def worker(spec: dict) -> dict:
         else:
             def call(x):
                 return enc.encode_batch_to_numpy(x, num_threads=threads, allowed_special="all")
-    else:
+    else:  # "tokenizers", or "hf-rc3": the same package in the interpreter of --rc3-python
         import tokenizers
 
         tok = tokenizers.Tokenizer.from_file(path)
+        spec = {**spec, "version": tokenizers.__version__}
         if mode == "whole":
             def call(x):
                 return tok.encode(x, add_special_tokens=False)
@@ -111,6 +129,8 @@ def worker(spec: dict) -> dict:
     elif lib in ("fastokens", "tokie"):
         ids = res.ids if mode == "whole" else (np.frombuffer(res[0], dtype=np.uint32) if lib == "fastokens"
                                                else res[0])
+    elif lib == "kitoken":
+        ids = np.array(res if mode == "whole" else [i for e in res for i in e], dtype=np.uint32)
     else:
         ids = np.array(res.ids if mode == "whole" else [i for e in res for i in e.ids], dtype=np.uint32)
     ids = np.asarray(ids, dtype=np.uint32)
@@ -130,7 +150,8 @@ def run_one(spec: dict, timeout: float) -> dict:
     env["TOKENIZERS_PARALLELISM"] = "true" if spec["threads"] > 1 else "false"
     # time the kernels, never the Python encoder that answers while they compile (as bench/runner.py)
     env["TLTOK_COMPILE"] = "foreground"
-    p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
+    python = RC3_PYTHON["path"] if spec["lib"] == "hf-rc3" else sys.executable
+    p = subprocess.run([python, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
                        env=env, timeout=timeout, cwd=str(REPO))
     if p.returncode != 0:
         return {**spec, "error": (p.stderr or p.stdout).strip().splitlines()[-1:] or ["failed"]}
@@ -144,7 +165,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--corpora", default="english,code,chinese")
     ap.add_argument("--modes", default="whole,batch")
     ap.add_argument("--threads", default="1,2", help="thread counts for batch mode")
-    ap.add_argument("--libs", default="tokenizers,tltok_jit,fastokens,tokie")
+    ap.add_argument("--libs", default="tokenizers,tltok_jit,fastokens,tokie,kitoken,hf-rc3")
+    ap.add_argument("--rc3-python", default=os.environ.get("BENCH_HF_RC3_PYTHON", ""), metavar="PYTHON",
+                    help="interpreter whose `tokenizers` is 1.0.0rc3 (lib hf-rc3; left out without it)")
     ap.add_argument("--out", help="write the table (markdown) there and the rows as JSON beside it")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=1800)
@@ -159,6 +182,7 @@ def main(argv: list[str]) -> int:
         return 0
     load0 = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    RC3_PYTHON["path"] = args.rc3_python
     libs = [x for x in args.libs.split(",") if _installed(x)]
     if "tokenizers" in libs:  # the oracle first: the others are checked against its ids
         libs.remove("tokenizers")
@@ -197,11 +221,13 @@ def main(argv: list[str]) -> int:
         import importlib.metadata as md
 
         versions = {}
-        for dist in ("tokenizers", "fastokens", "tokie", "numba", "numpy"):
+        for dist in ("tokenizers", "fastokens", "tokie", "kitoken", "numba", "numpy"):
             try:
                 versions[dist] = md.version(dist)
             except md.PackageNotFoundError:
                 pass
+        if "hf-rc3" in libs:
+            versions["hf-rc3"] = _rc3_version()
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=str(REPO)).stdout.strip()
         head = [
@@ -223,9 +249,26 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+RC3_PYTHON = {"path": ""}  # the interpreter of lib hf-rc3 (--rc3-python)
+
+
+def _rc3_version() -> str:
+    """`tokenizers.__version__` in the --rc3-python interpreter ("" when it cannot import it)."""
+    if not RC3_PYTHON["path"]:
+        return ""
+    try:
+        p = subprocess.run([RC3_PYTHON["path"], "-c", "import tokenizers; print(tokenizers.__version__)"],
+                           capture_output=True, text=True, timeout=120)
+    except OSError:
+        return ""
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
 def _installed(lib: str) -> bool:
     import importlib.util
 
+    if lib == "hf-rc3":
+        return bool(_rc3_version())
     return importlib.util.find_spec("tltok_jit" if lib == "tltok_jit" else lib) is not None
 
 

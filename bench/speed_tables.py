@@ -14,8 +14,11 @@ last column ours over the best anchor of the row):
 2. ~1.5 KB documents on two threads: ours `encode_arrow`, fastokens `encode_batch_flat`;
 3. one 20-character string per call (`encode_ordinary` in a Python loop);
 4. tokenizer.json models (Llama-3, Qwen2.5) on one thread (whole text) and two (documents), against
-   HF tokenizers and fastokens.
+   HF tokenizers 0.23, HF's 1.0 pre-release (`hf-rc3`, its own venv: --rc3-python, see bench_hf.py),
+   fastokens, tokie and kitoken (each where installed).
 The raw rows go to bench/results/ beside the Markdown (run.py's and bench_hf.py's JSON).
+
+    python bench/speed_tables.py --tables hf --rc3-python /tmp/rc3venv/bin/python --out bench/results/x.md
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ CORPORA = ("english", "code", "chinese", "scripts")
 ENCODINGS = ("r50k_base", "o200k_base")
 HF_MODELS = ("llama3", "qwen2.5")
 HF_CORPORA = ("english", "chinese", "code")
+HF_ANCHORS = ("tokenizers", "hf-rc3", "fastokens", "tokie", "kitoken")
+HF_LABELS = {"tokenizers": "HF tokenizers 0.23", "hf-rc3": "HF tokenizers 1.0.0rc3"}
 
 
 def _cell(v: float | None, base: float | None) -> str:
@@ -104,16 +109,17 @@ def hf_table(rows: list[dict]) -> list[str]:
                     return r["bytes"] / r["wall"] / 1e6
         return None
 
+    libs = ("tltok_jit", *HF_ANCHORS)
     out = ["### tokenizer.json models (MB/s, " + " / ".join(HF_CORPORA) + ")", "",
-           "| | tltok_jit | HF tokenizers | fastokens | ours / fastokens |", "|---|---:|---:|---:|---:|"]
+           "| | " + " | ".join(HF_LABELS.get(lib, lib) for lib in libs) + " | ours / best anchor |",
+           "|---|" + "---:|" * (len(libs) + 1)]
     for model in HF_MODELS:
         for label, mode, threads in (("1 thread, whole text", "whole", 1), ("2 threads, documents", "batch", 2)):
-            cells = {lib: [mbps(lib, model, c, mode, threads) for c in HF_CORPORA]
-                     for lib in ("tltok_jit", "tokenizers", "fastokens")}
-            ratio = [_ours_over_best(o, [f]) for o, f in zip(cells["tltok_jit"], cells["fastokens"])]
+            cells = {lib: [mbps(lib, model, c, mode, threads) for c in HF_CORPORA] for lib in libs}
+            ratio = [_ours_over_best(cells["tltok_jit"][i], [cells[lib][i] for lib in HF_ANCHORS])
+                     for i in range(len(HF_CORPORA))]
             out.append(f"| {model}, {label} | " + " | ".join(" / ".join(_cell(v, None) for v in cells[lib])
-                                                         for lib in ("tltok_jit", "tokenizers", "fastokens"))
-                       + f" | {' / '.join(ratio)} |")
+                                                         for lib in libs) + f" | {' / '.join(ratio)} |")
     return out + [""]
 
 
@@ -122,30 +128,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="best of N fresh processes per number")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "speed-tables.md"))
     ap.add_argument("--render", action="store_true", help="only print the tables again from the JSON of an earlier run")
+    ap.add_argument("--tables", default="tiktoken,hf",
+                    help="tiktoken (tables 1-3), hf (table 4, tokenizer.json models) or both (default)")
+    ap.add_argument("--rc3-python", default="", metavar="PYTHON",
+                    help="interpreter with tokenizers==1.0.0rc3 for the hf-rc3 anchor of table 4 (bench_hf.py)")
     a = ap.parse_args(argv)
+    tables = {t for t in a.tables.split(",") if t}
+    if not tables or tables - {"tiktoken", "hf"}:
+        ap.error(f"--tables: tiktoken, hf or both (got {a.tables!r})")
     out = Path(a.out)
     tik_md = out.with_name(out.stem + "-tiktoken.md")
     hf_md = out.with_name(out.stem + "-hf.md")
     if not a.render:
-        run_all(a.repeat, tik_md, hf_md)
-    rows = json.loads(tik_md.with_suffix(".json").read_text())["rows"]
-    hf_rows = json.loads(hf_md.with_suffix(".json").read_text())["rows"]
-    text = "\n".join(["# Speed tables", "", f"`python bench/speed_tables.py --repeat {a.repeat} --out {a.out}`; "
-                      f"rows: `{tik_md.name}`, `{hf_md.name}` (and their .json)", "",
-                      *tiktoken_tables(rows), *hf_table(hf_rows)])
+        run_all(a.repeat, tik_md if "tiktoken" in tables else None, hf_md if "hf" in tables else None,
+                a.rc3_python)
+    body, names = [], []
+    if "tiktoken" in tables:
+        body += tiktoken_tables(json.loads(tik_md.with_suffix(".json").read_text())["rows"])
+        names.append(tik_md.name)
+    if "hf" in tables:
+        body += hf_table(json.loads(hf_md.with_suffix(".json").read_text())["rows"])
+        names.append(hf_md.name)
+    cmd = " ".join(["python bench/speed_tables.py", *(argv if argv is not None else sys.argv[1:])])
+    text = "\n".join(["# Speed tables", "", f"`{cmd}`; rows: " + ", ".join(f"`{n}`" for n in names)
+                      + " (and their .json)", "", *body])
     out.write_text(text + "\n", encoding="utf-8")
     print(text)
     return 0
 
 
-def run_all(repeat: int, tik_md: Path, hf_md: Path) -> None:
-    """bench/run.py and bench/bench_hf.py with the tables' settings, their rows written beside tik_md / hf_md."""
-    run.main(["--libs", "tiktoken,tltok_jit,tltok_jit[arrow],tltok_jit[numpy],gigatoken,fastokens", "--modes", "whole,batch,short",
-              "--encodings", ",".join(ENCODINGS), "--corpora", ",".join(CORPORA), "--threads", "2",
-              "--repeat", str(repeat), "--out", str(tik_md)])
-    bench_hf.main(["--models", ",".join(HF_MODELS), "--corpora", ",".join(HF_CORPORA), "--modes", "whole,batch",
-                   "--threads", "2", "--libs", "tokenizers,tltok_jit,fastokens", "--repeat", str(repeat),
-                   "--out", str(hf_md)])
+def run_all(repeat: int, tik_md: Path | None, hf_md: Path | None, rc3_python: str = "") -> None:
+    """bench/run.py and bench/bench_hf.py with the tables' settings, their rows written to tik_md / hf_md
+    (a table whose path is None is not run)."""
+    if tik_md is not None:
+        run.main(["--libs", "tiktoken,tltok_jit,tltok_jit[arrow],tltok_jit[numpy],gigatoken,fastokens",
+                  "--modes", "whole,batch,short",
+                  "--encodings", ",".join(ENCODINGS), "--corpora", ",".join(CORPORA), "--threads", "2",
+                  "--repeat", str(repeat), "--out", str(tik_md)])
+    if hf_md is not None:
+        bench_hf.main(["--models", ",".join(HF_MODELS), "--corpora", ",".join(HF_CORPORA), "--modes", "whole,batch",
+                       "--threads", "2", "--libs", ",".join(("tltok_jit", *HF_ANCHORS)), "--repeat", str(repeat),
+                       *(["--rc3-python", rc3_python] if rc3_python else []), "--out", str(hf_md)])
 
 
 if __name__ == "__main__":
