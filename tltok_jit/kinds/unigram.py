@@ -27,7 +27,8 @@ from ..kernels.wordpiece import build_double_array, compact
 from ..loaders.hf_unigram import UnigramModel, read_unigram_json
 from ..model.pipeline.normalizers import NFC_POST9_RANGES
 from ..tokenizer import Tokenizer
-from .kernel_columns import KernelColumns
+from ..engine.threads import on_threads
+from .kernel_rows import KernelRows, row_layout, splice_rows, text_rows
 from .kernel_columns import threads_of as _threads
 from ..unicode.bert import bert_tables
 from ..unicode.graphemes import grapheme_tables
@@ -141,41 +142,6 @@ def _added(tokens, strip: dict | None = None) -> tuple:
     return _ro(first), _ro(data), _ro(off), _ro(np.array([t.id | f for t, f in zip(tokens, flags)], np.int64))
 
 
-def _on_threads(n: int, work) -> None:
-    if n <= 1:
-        work(0)
-        return
-    errors = []
-
-    def run(w):
-        try:
-            work(w)
-        except BaseException as e:  # noqa: BLE001 - raised on the calling thread
-            errors.append(e)
-
-    ts = [threading.Thread(target=run, args=(w,)) for w in range(1, n)]
-    for t in ts:
-        t.start()
-    run(0)
-    for t in ts:
-        t.join()
-    if errors:
-        raise errors[0]
-
-
-def _splice(ids: np.ndarray, off: np.ndarray, fixed: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Rows r in `fixed` replaced by fixed[r] (uint32 arrays)."""
-    parts = []
-    counts = np.diff(off)
-    o = off.tolist()
-    for r in range(len(counts)):
-        parts.append(fixed[r] if r in fixed else ids[o[r]:o[r + 1]])
-        counts[r] = len(parts[-1])
-    new_off = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=new_off[1:])
-    return (np.concatenate(parts).astype(np.uint32) if parts else np.zeros(0, np.uint32)), new_off
-
-
 def _rust_hex_u8(s: str) -> int | None:
     """u8::from_str_radix(s, 16): an optional '+', then hex digits."""
     if s.startswith("+"):
@@ -247,7 +213,7 @@ def _decode_chain(steps: tuple, tokens: list[str]) -> list[str]:
     return tokens
 
 
-class UnigramTokenizer(KernelColumns, Tokenizer):
+class UnigramTokenizer(KernelRows, Tokenizer):
     """A Unigram tokenizer.json; see the module docstring."""
 
     kind = "huggingface"
@@ -316,13 +282,7 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
                        _ro(np.frombuffer(meta_rep, np.uint8)), np.int64(scheme),
                        np.int64(bool(meta and meta[2])), *_added(model.added, model.strip))
         self._local = threading.local()
-        tpl = model.template
-        self._prefix_ids: tuple = ()
-        self._suffix_ids: tuple = ()
-        if tpl is not None:
-            k = next(n for n, p in enumerate(tpl.single) if p[0] == "A")
-            self._prefix_ids = tuple(i for p in tpl.single[:k] for i in p[1])
-            self._suffix_ids = tuple(i for p in tpl.single[k + 1:] for i in p[1])
+        self._set_template(model.template)
         self._special_strings = frozenset(t.content for t in model.added if t.special)
         self._vocab = None
         # the same tables without added tokens, for text already split at them (NFC / NFKC path)
@@ -436,37 +396,11 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
             pos += 1
         return np.concatenate(parts).astype(np.uint32) if parts else np.zeros(0, np.uint32)
 
-    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
-        """`encode` as a uint32 array."""
-        ids = self._encode_str(text)
-        if add_special_tokens and (self._prefix_ids or self._suffix_ids):
-            ids = np.concatenate([np.array(self._prefix_ids, np.uint32), ids, np.array(self._suffix_ids, np.uint32)])
-        return ids
-
-    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
-        """The ids of `text` (tokenizers' `encode(text, add_special_tokens=...).ids` without the file's
-        truncation and padding)."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
-        return self.encode_to_numpy(text, add_special_tokens=add_special_tokens).tolist()
-
-    def count(self, text: str) -> int:
-        return len(self._encode_str(text))
+    _encode_text = _encode_str
 
     def _run_rows(self, bufs, rbuf, rstart, rlen, valid, threads: int):
         n = len(rlen)
-        caps = np.where(valid, rlen + REGION_SLACK, 0)
-        ro = np.zeros(n + 1, np.int64)
-        np.cumsum(caps, out=ro[1:])
-        out = np.empty(max(int(ro[-1]), 1), np.uint32)
-        counts = np.empty(n, np.int64)
-        status = np.zeros(n, np.uint8)
-        if int(rlen.sum()) < MIN_PARALLEL_BYTES:
-            threads = 1
-        threads = max(1, min(threads, n))
-        cum = np.cumsum(rlen + 16)
-        cuts = np.searchsorted(cum, (np.arange(1, threads) * (int(cum[-1]) if n else 0)) // threads, side="right")
-        bounds = np.concatenate(([0], cuts, [n])).astype(np.int64)
+        ro, out, counts, status, bounds, threads = row_layout(rlen, valid, REGION_SLACK, threads, MIN_PARALLEL_BYTES)
         args = (bufs, _ro(rbuf), _ro(rstart), _ro(rlen), _ro(valid), _ro(ro), out, counts, status)
         longest = int(rlen.max()) if n else 0
 
@@ -474,7 +408,7 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
             # each worker's work buffers are its own; a row that outgrows them goes to the single-text path
             K.encode_rows(bounds[w], bounds[w + 1], *args, *self._work(min(longest, 1 << 16), 4096), *self._kargs)
 
-        _on_threads(threads, work)
+        on_threads(threads, work)
         off = np.empty(n + 1, np.int64)
         m = int(compact(out, ro, counts, off))
         return out[:m], off, status
@@ -484,54 +418,27 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
         if not redo:
             return ids, off
         fixed = {r: self._encode_str(row_text(r, int(status[r]))) for r in redo}
-        return _splice(ids, off, fixed)
+        return splice_rows(ids, off, fixed)
 
     def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int | None = None
                               ) -> tuple[np.ndarray, np.ndarray]:
         """(ids uint32, offsets int64): text r's ids are ids[offsets[r]:offsets[r + 1]]."""
-        from numba.typed import List as TypedList
-
-        enc = []
-        for r, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise TypeError(f"texts[{r}] must be a str, not {type(t).__name__}")
-            enc.append(t.encode("utf-8"))
-        n = len(enc)
-        lens = np.fromiter(map(len, enc), np.int64, count=n)
-        start = np.zeros(n, np.int64)
-        if n:
-            np.cumsum(lens[:-1], out=start[1:])
-        data = _ro(np.frombuffer(b"".join(enc) or b"\0", np.uint8))
-        bufs = TypedList()
-        bufs.append(data)
+        bufs, rbuf, start, lens = text_rows(texts)
+        n = len(lens)
         valid = np.ones(n, bool)
         form = None
         if self._form is not None:
             form = np.fromiter((self._needs_form(t) for t in texts), bool, count=n)
             valid &= ~form
-        ids, off, status = self._run_rows(bufs, np.zeros(n, np.int64), start, lens, valid, _threads(num_threads))
+        ids, off, status = self._run_rows(bufs, rbuf, start, lens, valid, _threads(num_threads))
         if form is not None:
             status[form] = 4
         return self._fix_rows(ids, off, status, lambda r, s: texts[r])
 
-    def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False,
-                     num_threads: int | None = None) -> list[list[int]]:
-        """`encode` of each text; rows in parallel (num_threads None or 0: every core)."""
-        ids, off = self.encode_batch_to_numpy(texts, num_threads=num_threads)
-        o = off.tolist()
-        rows = [ids[o[r]:o[r + 1]].tolist() for r in range(len(o) - 1)]
-        if add_special_tokens and (self._prefix_ids or self._suffix_ids):
-            pre, suf = list(self._prefix_ids), list(self._suffix_ids)
-            return [pre + row + suf for row in rows]
-        return rows
-
     # ------------------------------------------------------------------ Arrow columns
     def _column_chunk(self, col, row_base: int, threads: int, errors: str, counting: bool):
-        from .columns import replaced_text
-
         if col.n == 0:
-            return (np.zeros(0, np.int64), col.valid) if counting else (np.zeros(0, np.uint32),
-                                                                        np.zeros(1, np.int64), col.valid)
+            return self._empty_chunk(col, counting)
         bufs = col.typed_bufs()
         valid = col.valid
         form = None
@@ -555,15 +462,7 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
         ids, off, status = self._run_rows(bufs, col.rbuf, col.rstart, col.rlen, valid, threads)
         if form is not None:
             status[form] = 4
-
-        def text(r: int, s: int) -> str:
-            data = col.row_bytes(r)
-            return replaced_text(data, errors, row_base + r) if s == 1 else data.decode("utf-8")
-
-        ids, off = self._fix_rows(ids, off, status, text)
-        if counting:
-            return np.diff(off), col.valid
-        return ids, off, col.valid
+        return self._finish_chunk(col, row_base, errors, counting, ids, off, status)
 
     # ------------------------------------------------------------------ decode
     def _decode_checked(self, ids: list[int], skip_special_tokens: bool = True) -> str:
@@ -573,10 +472,6 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
         if self.model.decoder_null:
             return " ".join(tokens)
         return "".join(_decode_chain(self.model.decoder, tokens))
-
-    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
-        """tokenizers' `decode(ids, skip_special_tokens=...)`."""
-        return self._decode_checked(self.check_ids(ids), skip_special_tokens)
 
     def unsettled_count(self, ids: Sequence[int]) -> int:
         """The trailing run of `<0xXX>` tokens (ByteFallback renders a run whole: one more byte can
@@ -599,9 +494,6 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
             elif s[0] == "strip" and s[3] > 0:
                 extra = max(extra, s[3] + 1)
         return min(len(ids), k + extra)
-
-    def id_to_token(self, i: int) -> str | None:
-        return self.model.id_to_token[i] if 0 <= i < self.vocab_size else None
 
     def token_to_id(self, token: str) -> int | None:
         for t in self.model.added:
@@ -634,40 +526,6 @@ class UnigramTokenizer(KernelColumns, Tokenizer):
         a = self.encode(text)
         b = None if pair is None else self.encode(pair)
         return self._template_rows(a, b, add_special_tokens)
-
-    def encode_batch_padded(self, texts, pairs=None, *, num_threads: int | None = None, **options):
-        """A `tltok_jit.padding.PaddedBatch` of single texts or text pairs (`pairs`, or `texts` a list
-        of (a, b) tuples) through the file's template, truncation and padding; the options are
-        `tltok_jit.padding.template_batch`'s (as the WordPiece kind's)."""
-        from ..padding import split_pairs, template_batch
-
-        texts, pairs = split_pairs(texts, pairs)
-        return template_batch(lambda rows: self._id_rows(rows, num_threads), self.vocab_size, self.model, texts,
-                              pairs, **options)
-
-    def _id_rows(self, texts, threads):
-        """(ids, row starts, row counts) of a list of str or a string column without nulls."""
-        from ..errors import PaddingError
-
-        if isinstance(texts, (str, bytes)):
-            raise TypeError(f"texts must be a list of str or a string column, not one {type(texts).__name__}")
-        if isinstance(texts, (list, tuple)):
-            for r, t in enumerate(texts):
-                if not isinstance(t, str):
-                    raise PaddingError(f"texts[{r}] is {t!r}: every row must be a str", "texts", r)
-            ids, off = self.encode_batch_to_numpy(texts, num_threads=threads)
-            return ids, off[:-1], np.diff(off)
-        import pyarrow as pa
-
-        res = self.encode_arrow(texts, num_threads=threads, large_list=True)
-        if not isinstance(res, (pa.Array, pa.ChunkedArray)):  # a pandas Series in
-            res = pa.array(list(res), pa.large_list(pa.uint32()))
-        col = res.combine_chunks() if isinstance(res, pa.ChunkedArray) else res
-        if col.null_count:
-            r = int(np.flatnonzero(np.asarray(col.is_null()))[0])
-            raise PaddingError(f"texts row {r} is null: every row must be a string", "texts", r)
-        o = np.asarray(col.offsets, np.int64)
-        return np.asarray(col.values, np.uint32), o[:-1], np.diff(o)
 
     def __repr__(self) -> str:
         return f"<UnigramTokenizer {self.name!r} vocab_size={self.vocab_size}>"

@@ -16,12 +16,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import PaddingError, TokenizerFileError
+from ..errors import TokenizerFileError
 from ..kernels import wordpiece as K
 from ..kernels.wordpiece import _ro
 from ..loaders.hf_wordpiece import WordPieceModel, read_wordpiece_json
 from ..tokenizer import Tokenizer
-from .kernel_columns import KernelColumns
+from ..engine.threads import on_threads
+from .kernel_rows import KernelRows, row_layout, splice_rows, text_rows
 from .kernel_columns import threads_of as _threads
 from ..unicode.bert import bert_tables
 
@@ -74,29 +75,7 @@ def _decode_cleanup(s: str) -> str:
             .replace(" 've", "'ve").replace(" 're", "'re"))
 
 
-def _on_threads(n: int, work) -> None:
-    if n <= 1:
-        work(0)
-        return
-    errors = []
-
-    def run(w):
-        try:
-            work(w)
-        except BaseException as e:  # noqa: BLE001 - raised on the calling thread
-            errors.append(e)
-
-    ts = [threading.Thread(target=run, args=(w,)) for w in range(1, n)]
-    for t in ts:
-        t.start()
-    run(0)
-    for t in ts:
-        t.join()
-    if errors:
-        raise errors[0]
-
-
-class WordPieceTokenizer(KernelColumns, Tokenizer):
+class WordPieceTokenizer(KernelRows, Tokenizer):
     """A WordPiece tokenizer.json; see the module docstring."""
 
     kind = "huggingface"
@@ -122,13 +101,7 @@ class WordPieceTokenizer(KernelColumns, Tokenizer):
                        K.ascii_table(t.stage1, t.stage2, model.pre_mode, opts), *_added(model.added))
         self._word_bytes = 4 * model.max_chars + 8
         self._local = threading.local()
-        tpl = model.template
-        self._prefix_ids: tuple = ()
-        self._suffix_ids: tuple = ()
-        if tpl is not None:
-            k = next(n for n, p in enumerate(tpl.single) if p[0] == "A")
-            self._prefix_ids = tuple(i for p in tpl.single[:k] for i in p[1])
-            self._suffix_ids = tuple(i for p in tpl.single[k + 1:] for i in p[1])
+        self._set_template(model.template)
 
     @classmethod
     def from_file(cls, path, config=None, *, name: str | None = None) -> "WordPieceTokenizer":
@@ -161,40 +134,13 @@ class WordPieceTokenizer(KernelColumns, Tokenizer):
             else:
                 pend = np.empty(n + 8, np.int64)
 
-    def encode_to_numpy(self, text: str, *, add_special_tokens: bool = False) -> np.ndarray:
-        """`encode` as a uint32 array."""
-        ids = self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8))
-        if add_special_tokens and (self._prefix_ids or self._suffix_ids):
-            ids = np.concatenate([np.array(self._prefix_ids, np.uint32), ids, np.array(self._suffix_ids, np.uint32)])
-        return ids
-
-    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
-        """The ids of `text` (tokenizers' `encode(text, add_special_tokens=...).ids` without the file's
-        truncation and padding)."""
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, not {type(text).__name__}")
-        return self.encode_to_numpy(text, add_special_tokens=add_special_tokens).tolist()
-
-    def count(self, text: str) -> int:
-        return len(self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8)))
+    def _encode_text(self, text: str) -> np.ndarray:
+        return self._encode_bytes(np.frombuffer(text.encode("utf-8"), np.uint8))
 
     def _run_rows(self, bufs, rbuf, rstart, rlen, valid, threads: int, slack: int = REGION_SLACK):
         """(ids uint32, offsets int64 [n + 1], status): every valid row encoded; rows the kernel left
         (status 1: invalid UTF-8, 2: out of room) have no ids here and status set."""
-        n = len(rlen)
-        caps = np.where(valid, rlen + slack, 0)
-        ro = np.zeros(n + 1, np.int64)
-        np.cumsum(caps, out=ro[1:])
-        out = np.empty(max(int(ro[-1]), 1), np.uint32)
-        counts = np.empty(n, np.int64)
-        status = np.zeros(n, np.uint8)
-        total = int(rlen.sum())
-        if total < MIN_PARALLEL_BYTES:
-            threads = 1
-        threads = max(1, min(threads, n))
-        cum = np.cumsum(rlen + 16)
-        cuts = np.searchsorted(cum, (np.arange(1, threads) * (int(cum[-1]) if n else 0)) // threads, side="right")
-        bounds = np.concatenate(([0], cuts, [n])).astype(np.int64)
+        ro, out, counts, status, bounds, threads = row_layout(rlen, valid, slack, threads, MIN_PARALLEL_BYTES)
         args = (bufs, _ro(rbuf), _ro(rstart), _ro(rlen), _ro(valid), _ro(ro), out, counts, status)
         # each worker's scratch is its own and made per call (a few hundred bytes): calls from several
         # Python threads run side by side
@@ -204,8 +150,8 @@ class WordPieceTokenizer(KernelColumns, Tokenizer):
             K.encode_rows(bounds[w], bounds[w + 1], *args, np.empty(PEND, np.int64), np.empty(wb, np.uint8),
                           *self._kargs)
 
-        _on_threads(threads, work)
-        off = np.empty(n + 1, np.int64)
+        on_threads(threads, work)
+        off = np.empty(len(rlen) + 1, np.int64)
         m = int(K.compact(out, ro, counts, off))
         return out[:m], off, status
 
@@ -214,64 +160,21 @@ class WordPieceTokenizer(KernelColumns, Tokenizer):
         redo = np.flatnonzero(status).tolist()
         if not redo:
             return ids, off
-        from .sentencepiece_columns import _splice  # the same splice the SentencePiece columns use
-
-        fixed = {r: self._encode_bytes(np.frombuffer(row_text(r, int(status[r])).encode("utf-8"), np.uint8))
-                 for r in redo}
-        ids, off = _splice(ids, off, fixed)
-        return ids.astype(np.uint32, copy=False), off
+        return splice_rows(ids, off, {r: self._encode_text(row_text(r, int(status[r]))) for r in redo})
 
     def encode_batch_to_numpy(self, texts: Sequence[str], *, num_threads: int | None = None
                               ) -> tuple[np.ndarray, np.ndarray]:
         """(ids uint32, offsets int64): text r's ids are ids[offsets[r]:offsets[r + 1]]."""
-        from numba.typed import List as TypedList
-
-        enc = []
-        for r, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise TypeError(f"texts[{r}] must be a str, not {type(t).__name__}")
-            enc.append(t.encode("utf-8"))
-        n = len(enc)
-        lens = np.fromiter(map(len, enc), np.int64, count=n)
-        start = np.zeros(n, np.int64)
-        if n:
-            np.cumsum(lens[:-1], out=start[1:])
-        data = np.frombuffer(b"".join(enc) or b"\0", np.uint8)
-        bufs = TypedList()
-        bufs.append(data)
-        ids, off, status = self._run_rows(bufs, np.zeros(n, np.int64), start, lens, np.ones(n, bool),
-                                          _threads(num_threads))
+        bufs, rbuf, start, lens = text_rows(texts)
+        ids, off, status = self._run_rows(bufs, rbuf, start, lens, np.ones(len(lens), bool), _threads(num_threads))
         return self._fix_rows(ids, off, status, lambda r, s: texts[r])
-
-    def encode_batch(self, texts: Sequence[str], *, add_special_tokens: bool = False,
-                     num_threads: int | None = None) -> list[list[int]]:
-        """`encode` of each text; rows in parallel (num_threads None or 0: every core)."""
-        ids, off = self.encode_batch_to_numpy(texts, num_threads=num_threads)
-        o = off.tolist()
-        # a list per row from its slice: fewer objects touched than slicing one list of every id
-        rows = [ids[o[r]:o[r + 1]].tolist() for r in range(len(o) - 1)]
-        if add_special_tokens and (self._prefix_ids or self._suffix_ids):
-            pre, suf = list(self._prefix_ids), list(self._suffix_ids)
-            return [pre + row + suf for row in rows]
-        return rows
 
     # ------------------------------------------------------------------ Arrow columns
     def _column_chunk(self, col, row_base: int, threads: int, errors: str, counting: bool):
-        from .columns import replaced_text
-
         if col.n == 0:
-            return (np.zeros(0, np.int64), col.valid) if counting else (np.zeros(0, np.uint32),
-                                                                        np.zeros(1, np.int64), col.valid)
+            return self._empty_chunk(col, counting)
         ids, off, status = self._run_rows(col.typed_bufs(), col.rbuf, col.rstart, col.rlen, col.valid, threads)
-
-        def text(r: int, s: int) -> str:
-            data = col.row_bytes(r)
-            return replaced_text(data, errors, row_base + r) if s == 1 else data.decode("utf-8")
-
-        ids, off = self._fix_rows(ids, off, status, text)
-        if counting:
-            return np.diff(off), col.valid
-        return ids, off, col.valid
+        return self._finish_chunk(col, row_base, errors, counting, ids, off, status)
 
     # ------------------------------------------------------------------ decode
     def _pieces(self, ids: list[int], first: bool, skip_special_tokens: bool = True) -> list[str]:
@@ -299,10 +202,6 @@ class WordPieceTokenizer(KernelColumns, Tokenizer):
     def _decode_checked(self, ids: list[int], skip_special_tokens: bool = True) -> str:
         return "".join(self._pieces(ids, True, skip_special_tokens))
 
-    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
-        """tokenizers' `decode(ids, skip_special_tokens=...)`."""
-        return self._decode_checked(self.check_ids(ids), skip_special_tokens)
-
     def decode_incremental(self, new_ids: Sequence[int], state: dict, *, final: bool = False) -> str:
         """O(new ids): a token's text never changes once the next one comes (see `_pieces`)."""
         parts = self._pieces(self.check_ids(new_ids), not state.get("_started", False))
@@ -317,56 +216,11 @@ class WordPieceTokenizer(KernelColumns, Tokenizer):
     def token_pieces(self, ids: Sequence[int]) -> list[str]:
         return self._pieces(self.check_ids(ids), True)
 
-    def id_to_token(self, i: int) -> str | None:
-        return self.model.id_to_token[i] if 0 <= i < self.vocab_size else None
-
     def token_to_id(self, token: str) -> int | None:
         i = self.model.vocab.get(token)
         if i is None:
             i = next((t.id for t in self.model.added if t.content == token), None)
         return i
-
-    # ------------------------------------------------------------------ fixed-shape batches
-    def encode_batch_padded(self, texts, pairs=None, *, num_threads: int | None = None, **options):
-        """A `tltok_jit.padding.PaddedBatch` of single texts or text pairs (`pairs`, or `texts` a list
-        of (a, b) tuples) through the file's template, truncation and padding; the options are
-        `tltok_jit.padding.template_batch`'s."""
-        from ..padding import split_pairs, template_batch
-
-        texts, pairs = split_pairs(texts, pairs)
-        return template_batch(lambda rows: self._id_rows(rows, num_threads), self.vocab_size, self.model, texts,
-                              pairs, **options)
-
-    def _id_rows(self, texts, threads):
-        """(ids, row starts, row counts) of a list of str or a string column without nulls."""
-        if isinstance(texts, (str, bytes)):
-            raise TypeError(f"texts must be a list of str or a string column, not one {type(texts).__name__}")
-        if isinstance(texts, (list, tuple)):
-            for r, t in enumerate(texts):
-                if not isinstance(t, str):
-                    raise PaddingError(f"texts[{r}] is {t!r}: every row must be a str", "texts", r)
-            ids, off = self.encode_batch_to_numpy(texts, num_threads=threads)
-            return ids, off[:-1], np.diff(off)
-        import pyarrow as pa
-
-        res = self.encode_arrow(texts, num_threads=threads)
-        chunks = list(res.chunks) if isinstance(res, pa.ChunkedArray) else [res]
-        vals, starts, counts = [], [], []
-        shift = 0
-        base = 0
-        for c in chunks:
-            if c.null_count:
-                r = base + int(np.argmin(c.is_valid().to_numpy(zero_copy_only=False)))
-                raise PaddingError(f"texts row {r} is null: every row must be a string", "texts", r)
-            o = np.asarray(c.offsets, np.int64)
-            vals.append(c.values.to_numpy())
-            starts.append(o[:-1] + shift)
-            counts.append(np.diff(o))
-            shift += len(vals[-1])
-            base += len(c)
-        if not vals:
-            return np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(vals), np.concatenate(starts), np.concatenate(counts)
 
     def __repr__(self) -> str:
         return f"<WordPieceTokenizer {self.name!r} vocab_size={self.vocab_size}>"
