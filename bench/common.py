@@ -98,3 +98,39 @@ class Run:
             f"{tuple(round(x, 2) for x in os.getloadavg())} (a shared machine: cpuMB/s is the steadier figure)",
             f"- command: `{command}`",
         ]
+
+
+def lib_matrix(script: str, libs: list[str], corpora: str, threads: str, repeat: int, timeout: float) -> list[dict]:
+    """best_of for every corpus x thread count x lib (comma-separated corpora and thread counts), a
+    line on stderr per number; the rows in that order."""
+    rows: list[dict] = []
+    for corpus in corpora.split(","):
+        for thr in (int(x) for x in threads.split(",")):
+            for lib in libs:
+                best = best_of(script, {"lib": lib, "corpus": corpus, "threads": thr}, repeat, timeout)
+                rows.append(best)
+                msg = best.get("error") or (f"{best['bytes'] / best['wall'] / 1e6:.1f} MB/s "
+                                            f"({best['bytes'] / max(best['cpu'], 1e-9) / 1e6:.1f} cpuMB/s)")
+                print(f"{lib:11s} {corpus}/t{thr}: {msg}", file=sys.stderr, flush=True)
+    return rows
+
+
+def ratio_table(rows: list[dict], ref_name: Callable[[dict], str], ref_label: str) -> str:
+    """Markdown: MB/s and CPU MB/s of every row, its speed-up over the row of lib `ref_name(row)` with
+    the same corpus and threads (wall and CPU), and whether its ids' hash equals that row's."""
+    lines = [f"| corpus | thr | lib | MB/s | cpuMB/s | x {ref_label} (wall) | x {ref_label} (cpu) | exact |",
+             "|---|---:|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        head = f"| {r['corpus']} | {r['threads']} | {r['lib']} |"
+        if "error" in r:
+            lines.append(f"{head} error: {r['error']} | | | | |")
+            continue
+        want = ref_name(r)
+        ref = next((x for x in rows if x["lib"] == want and "wall" in x and x["corpus"] == r["corpus"]
+                    and x["threads"] == r["threads"]), None)
+        ratio = f"{ref['wall'] / r['wall']:.1f}x" if ref else ""
+        cratio = f"{ref['cpu'] / max(r['cpu'], 1e-9):.1f}x" if ref else ""
+        exact = "yes" if ref and r["sha"] == ref["sha"] else ("NO" if ref else "")
+        lines.append(f"{head} {r['bytes'] / r['wall'] / 1e6:.1f} | {r['bytes'] / max(r['cpu'], 1e-9) / 1e6:.1f} | "
+                     f"{ratio} | {cratio} | {exact} |")
+    return "\n".join(lines)

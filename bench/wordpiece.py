@@ -135,24 +135,6 @@ def worker(spec: dict) -> dict:
             "n_ids": sum(map(len, rows)), "sha": h.hexdigest()}
 
 
-def _table(rows: list[dict]) -> str:
-    lines = ["| corpus | thr | lib | MB/s | cpuMB/s | x hf-ids (wall) | x hf-ids (cpu) | exact |",
-             "|---|---:|---|---:|---:|---:|---:|---|"]
-    for r in rows:
-        head = f"| {r['corpus']} | {r['threads']} | {r['lib']} |"
-        if "error" in r:
-            lines.append(f"{head} error: {r['error']} | | | | |")
-            continue
-        ref = next((x for x in rows if x["lib"] == "hf-ids" and "wall" in x and x["corpus"] == r["corpus"]
-                    and x["threads"] == r["threads"]), None)
-        ratio = f"{ref['wall'] / r['wall']:.1f}x" if ref else ""
-        cratio = f"{ref['cpu'] / max(r['cpu'], 1e-9):.1f}x" if ref else ""
-        exact = "yes" if ref and r["sha"] == ref["sha"] else ("NO" if ref else "")
-        lines.append(f"{head} {r['bytes'] / r['wall'] / 1e6:.1f} | {r['bytes'] / max(r['cpu'], 1e-9) / 1e6:.1f} | "
-                     f"{ratio} | {cratio} | {exact} |")
-    return "\n".join(lines)
-
-
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -169,17 +151,8 @@ def main(argv: list[str]) -> int:
     libs = common.known_libs(args.libs, LIBS)
     if libs is None:
         return 2
-    rows: list[dict] = []
-    for corpus in args.corpora.split(","):
-        for threads in (int(x) for x in args.threads.split(",")):
-            for lib in libs:
-                spec = {"lib": lib, "corpus": corpus, "threads": threads}
-                best = common.best_of(__file__, spec, args.repeat, args.timeout)
-                rows.append(best)
-                msg = best.get("error") or (f"{best['bytes'] / best['wall'] / 1e6:.1f} MB/s "
-                                            f"({best['bytes'] / max(best['cpu'], 1e-9) / 1e6:.1f} cpuMB/s)")
-                print(f"{lib:11s} {corpus}/t{threads}: {msg}", file=sys.stderr, flush=True)
-    table = _table(rows)
+    rows = common.lib_matrix(__file__, libs, args.corpora, args.threads, args.repeat, args.timeout)
+    table = common.ratio_table(rows, lambda r: "hf-ids", "hf-ids")
     print(table)
     if args.out:
         head = run.header("WordPiece (all-MiniLM-L6-v2): encode_batch / encode_arrow against HF tokenizers",
