@@ -10,7 +10,10 @@ Every number is one fresh process (best of --repeat); MB = 10^6 bytes of UTF-8 t
 - encode_arrow: the whole column, read into memory first, in one `encode_arrow` call (untimed warm-up
   on other text);
 - encode_batches: the same, one call per batch of the CLI's reader (8 MB), all read beforehand;
-- write: the ids of every batch (encoded beforehand) written as the CLI writes them (zstd Parquet);
+- write: the ids of every batch (encoded beforehand) written as the CLI writes them by default
+  (`parquet_write.writer_options`: zstd, the ids PLAIN without a dictionary);
+- write_options: the same ids written with each of WRITE_OPTIONS (codec, level, encodings, statistics,
+  page size) in one process, interleaved --repeat times: best CPU s, file size, read back equal;
 - cli: `tltok encode IN -o OUT --threads N` in a fresh process (`runpy` of `tltok_jit.integrations.cli`, as
   `python -m` runs it, then the peak RSS, VmHWM, is printed): "end to end" is the
   job by the CLI's own clock (from the first read to the renamed output, as its summary line
@@ -166,14 +169,16 @@ def worker_write(inp: Path, threads: int) -> dict:
 
     import tltok_jit
     from tltok_jit.integrations import cli
+    from tltok_jit.integrations.parquet_write import writer_options
 
     enc = tltok_jit.get_encoding("o200k_base")
     batches = [pa.RecordBatch.from_arrays([enc.encode_arrow(b.column(0), num_threads=threads, large_list=False,
                                                             disallowed_special=())], names=["tokens"])
                for b in cli.Reader(inp, 8_000_000, "text").batches(["text"], "text")]
+    options = writer_options(batches[0].schema, {"tokens"})
     with tempfile.TemporaryDirectory(dir="/tmp") as d:
         t0 = _clock()
-        w = pq.ParquetWriter(str(Path(d) / "w.parquet"), batches[0].schema, compression="zstd")
+        w = pq.ParquetWriter(str(Path(d) / "w.parquet"), batches[0].schema, **options)
         for b in batches:
             w.write_batch(b)
         w.close()
@@ -211,7 +216,74 @@ def worker_tiktoken(inp: Path, threads: int) -> dict:
         return res
 
 
-WORKERS = {"read": worker_read, "encode_arrow": worker_encode, "encode_batches": worker_encode_batches, "write": worker_write, "tiktoken": worker_tiktoken}
+# the ids column's writer settings compared by --modes write_options: name -> ParquetWriter keywords
+WRITE_OPTIONS = {
+    "zstd + dictionary (--ids-encoding dictionary)": {"compression": "zstd"},
+    "zstd, no dictionary (PLAIN: the CLI's default)": {"compression": "zstd", "use_dictionary": False},
+    "zstd 3, no dictionary": {"compression": "zstd", "compression_level": 3, "use_dictionary": False},
+    "zstd, no dictionary, no statistics": {"compression": "zstd", "use_dictionary": False, "write_statistics": False},
+    "zstd, no dictionary, 8 MB pages": {"compression": "zstd", "use_dictionary": False, "data_page_size": 8 << 20},
+    "zstd, delta_binary_packed": {"compression": "zstd", "use_dictionary": False,
+                                  "column_encoding": "DELTA_BINARY_PACKED"},
+    "zstd, byte_stream_split (--ids-encoding byte_stream_split)": {"compression": "zstd", "use_dictionary": False,
+                                                                   "use_byte_stream_split": True},
+    "zstd, byte_stream_split, no statistics": {"compression": "zstd", "use_dictionary": False,
+                                               "use_byte_stream_split": True, "write_statistics": False},
+    "zstd, byte_stream_split, 8 MB pages": {"compression": "zstd", "use_dictionary": False,
+                                            "use_byte_stream_split": True, "data_page_size": 8 << 20},
+    "zstd 3, byte_stream_split": {"compression": "zstd", "compression_level": 3, "use_dictionary": False,
+                                  "use_byte_stream_split": True},
+    "zstd -1, byte_stream_split": {"compression": "zstd", "compression_level": -1, "use_dictionary": False,
+                                   "use_byte_stream_split": True},
+    "zstd + dictionary, then byte_stream_split": {"compression": "zstd", "use_byte_stream_split": True},
+    "lz4, no dictionary": {"compression": "lz4", "use_dictionary": False},
+    "lz4, byte_stream_split": {"compression": "lz4", "use_dictionary": False, "use_byte_stream_split": True},
+    "snappy, no dictionary": {"compression": "snappy", "use_dictionary": False},
+    "snappy, byte_stream_split": {"compression": "snappy", "use_dictionary": False, "use_byte_stream_split": True},
+    "none, no dictionary": {"compression": "none", "use_dictionary": False},
+}
+
+
+def worker_write_options(inp: Path, threads: int) -> dict:
+    """Every WRITE_OPTIONS setting writing the same ids (the CLI's batches, encoded beforehand), interleaved
+    --repeat times in this process: best CPU s and wall s, file size, ids read back equal."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import tltok_jit
+    from tltok_jit.integrations import cli
+
+    enc = tltok_jit.get_encoding("o200k_base")
+    batches = [pa.RecordBatch.from_arrays([enc.encode_arrow(b.column(0), num_threads=threads, large_list=False,
+                                                            disallowed_special=())], names=["tokens"])
+               for b in cli.Reader(inp, 8_000_000, "text").batches(["text"], "text")]
+    want = pa.Table.from_batches(batches)["tokens"].combine_chunks()
+    out: dict = {}
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:
+        path = Path(d) / "w.parquet"
+        for _ in range(int(os.environ.get("E2E_REPEAT", "3"))):
+            for name, kw in WRITE_OPTIONS.items():
+                t0 = _clock()
+                w = pq.ParquetWriter(str(path), batches[0].schema, **kw)
+                for b in batches:
+                    w.write_batch(b)
+                w.close()
+                r = _since(t0)
+                best = out.setdefault(name, {"wall": r["wall"], "cpu": r["cpu"]})
+                best["wall"], best["cpu"] = min(best["wall"], r["wall"]), min(best["cpu"], r["cpu"])
+                best["bytes"] = path.stat().st_size
+                t1 = _clock()
+                got = pq.read_table(str(path))["tokens"]
+                best["read_cpu"] = min(best.get("read_cpu", 1e9), _since(t1)["cpu"])
+                if "equal" not in best:
+                    best["equal"] = got.type == want.type and got.combine_chunks().equals(want)
+                del got
+                path.unlink()
+    return {"options": out, "tokens": len(want.values)}
+
+
+WORKERS = {"read": worker_read, "write_options": worker_write_options, "encode_arrow": worker_encode,
+           "encode_batches": worker_encode_batches, "write": worker_write, "tiktoken": worker_tiktoken}
 
 
 def peak_rss_mb() -> float:
@@ -330,6 +402,8 @@ def main() -> int:
     ap.add_argument("--baseline-root", type=Path, default=None,
                     help="also time the CLI of this checkout (mode cli_baseline), interleaved with ours")
     ap.add_argument("--cli-args", default="", help="extra arguments for the CLI run, e.g. '--batch-mb 16'")
+    ap.add_argument("--cli-alt", default="", metavar="ARGS",
+                    help="also time the CLI with these arguments added (mode cli_alt), interleaved with the others")
     ap.add_argument("--out", type=Path, default=None, help="append a Markdown table (and JSON beside it)")
     ap.add_argument("--label", default="")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -354,22 +428,29 @@ def main() -> int:
     os.environ["E2E_KEEP_CLI"] = str(keep_cli)
     os.environ["E2E_KEEP_TIKTOKEN"] = str(keep_tk)
     modes = [m for m in args.modes.split(",") if m]
-    if args.baseline_root is not None and "cli" in modes:
+    if args.baseline_root is not None and "cli" in modes and "cli_baseline" not in modes:
         modes.insert(modes.index("cli"), "cli_baseline")
+    if args.cli_alt and "cli" in modes:
+        modes.insert(modes.index("cli") + 1, "cli_alt")
     extra = args.cli_args.split()
     runs: dict[str, list[dict]] = {m: [] for m in modes}
+    os.environ["E2E_REPEAT"] = str(args.repeat)
     for rep in range(args.repeat):  # interleaved, so a change of machine load touches every mode alike
         for mode in modes:
-            if mode == "tiktoken" and rep >= 2:
-                continue  # slow; two runs are enough to see its rate
-            if mode in ("cli", "cli_baseline"):
-                root = args.package_root if mode == "cli" else args.baseline_root
-                r = measure_cli(args.input, args.threads, root, extra, keep=mode == "cli")
+            if (mode == "tiktoken" and rep >= 2) or (mode == "write_options" and rep >= 1):
+                continue  # tiktoken: slow, two runs show its rate; write_options repeats inside its process
+            if mode in ("cli", "cli_baseline", "cli_alt"):
+                root = args.baseline_root if mode == "cli_baseline" else args.package_root
+                more = args.cli_alt.split() if mode == "cli_alt" else []
+                r = measure_cli(args.input, args.threads, root, extra + more, keep=mode == "cli")
             else:
                 r = measure_worker(mode, args.input, args.threads, args.package_root)
             runs[mode].append(r)
             print(f"  {mode}: {json.dumps(r)}", file=sys.stderr, flush=True)
     for mode in modes:
+        if mode == "write_options":
+            results[mode] = runs[mode][0]
+            continue
         results[mode] = dict(_best(runs[mode], "e2e" if mode.startswith("cli") else "wall"))
         results[mode]["runs"] = runs[mode]
     load1 = os.getloadavg()
@@ -392,9 +473,15 @@ def main() -> int:
 
     for mode in modes:
         r = results[mode]
+        if mode == "write_options":
+            continue
         if mode == "cli_baseline":
             row(f"baseline `tltok encode` ({args.baseline_root}), end to end", r["e2e"], "", r["rss_mb"])
             lines.append(f"| baseline whole command | {r['wall']:.2f} | {r['cpu_all']:.2f} | {mb / r['wall']:.1f} | | |")
+        elif mode == "cli_alt":
+            row(f"`tltok encode {args.cli_alt}`, end to end", r["e2e"], "", r["rss_mb"])
+            lines.append(f"| `tltok encode {args.cli_alt}`, whole command | {r['wall']:.2f} | {r['cpu_all']:.2f} | "
+                         f"{mb / r['wall']:.1f} | | |")
         elif mode == "cli":
             row("`tltok encode`, end to end (the CLI's own clock: read + encode + write)", r["e2e"], "", r["rss_mb"])
             lines.append(f"| `tltok encode`, whole command (fresh process) | {r['wall']:.2f} | {r['cpu_all']:.2f} | "
@@ -406,8 +493,27 @@ def main() -> int:
         else:
             label = {"read": "read alone (the CLI's reader)", "encode_arrow": "`encode_arrow`, in memory",
                      "encode_batches": f"`encode_arrow` on the CLI's {r.get('batches', '')} batches, in memory",
-                     "write": "write alone (zstd Parquet, as the CLI)"}[mode]
+                     "write": "write alone (as the CLI: zstd, ids PLAIN)"}[mode]
             row(label, r["wall"], f"{r['cpu']:.2f}", r["rss_mb"])
+    if all(m in results for m in ("read", "encode_arrow", "write", "cli")):
+        cpu = {m: min(x["cpu"] for x in runs[m]) for m in ("read", "encode_arrow", "write")}
+        ceiling = cpu["encode_arrow"] / sum(cpu.values())
+        got = ref / results["cli"]["e2e"]
+        lines.append(f"\n2-core ceiling, encoder CPU / (encoder + read + write CPU): {cpu['encode_arrow']:.2f} / "
+                     f"({cpu['encode_arrow']:.2f} + {cpu['read']:.2f} + {cpu['write']:.2f}) = {ceiling:.0%} of "
+                     f"`encode_arrow`; the CLI reached {got:.0%}, {got / ceiling:.2f} of the ceiling.")
+    if "write_options" in results:
+        opts = results["write_options"]["options"]
+        base = next(o for name, o in opts.items() if "the CLI's default" in name)
+        lines += ["", f"Writer settings for the ids alone ({results['write_options']['tokens']:,} ids, list<uint32>, "
+                  f"the CLI's batches; best of {args.repeat} interleaved, one process):", "",
+                  "| ParquetWriter setting for the ids | CPU s | vs default | MB | vs default "
+                  "| read back CPU s |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, o in opts.items():
+            assert o["equal"], name
+            lines.append(f"| {name} | {o['cpu']:.2f} | {o['cpu'] / base['cpu']:.0%} | {o['bytes'] / 1e6:.1f} | "
+                         f"{o['bytes'] / base['bytes']:.0%} | {o['read_cpu']:.2f} |")
     if exact is not None:
         lines.append(f"\nIds of the CLI's output equal the tiktoken job's, row for row: {'yes' if exact else 'NO'}.")
     text = "\n".join(lines) + "\n"

@@ -22,8 +22,8 @@ Output column: `list<uint32>` ids (`--output-column`, default `tokens`) or, with
 `int64` counts (default name `n_tokens`). Only that column is written unless `--keep-columns` /
 `--all-columns` carry input columns along. Null texts stay null. `--compression` picks the Parquet
 codec (zstd by default). `--ids-encoding` the ids column's encoding: `plain` (default: every reader
-takes it), `dictionary`, or `byte_stream_split` (~40% less write CPU and ~3% smaller, but readable
-only by readers of Parquet 2.11: pyarrow 16+, DuckDB's 2026 releases).
+takes it), `dictionary`, or `byte_stream_split` (30-40% less write CPU and 3% smaller, but readable
+only by readers of Parquet 2.11: pyarrow 16+, DuckDB from mid-2026).
 
 `--special`: `text` (default; special-token text is encoded as ordinary text, like tiktoken's
 `encode_ordinary`), `error` (tiktoken's `encode` default: a special token in a row is an error naming
@@ -959,7 +959,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--eos", action="store_true",
                    help="with --pack or --format megatron|bin: end every document with <|endoftext|>")
     e.add_argument("--compression", default=None, metavar="CODEC",
-                   help=f"Parquet output: {', '.join(CODECS)} (default zstd; lz4 writes ~30%% faster, ~30%% larger)")
+                   help=f"Parquet output: {', '.join(CODECS)} (default zstd; lz4: ~15%% less write CPU, 36%% larger)")
     e.add_argument("--ids-encoding", default=None, metavar="ENCODING",
                    help=f"Parquet encoding of the ids column: {', '.join(IDS_ENCODINGS)} (default plain)")
     e.add_argument("--batch-mb", type=float, default=8.0, help="text per record batch, MB (default 8)")

@@ -32,10 +32,10 @@ def writer_options(schema, written: set[str] | frozenset[str] = frozenset(), com
     import pyarrow as pa
 
     # PLAIN is the default because every Parquet reader takes it. BYTE_STREAM_SPLIT writes the ids
-    # with ~40% less CPU at ~3% less size (the codec meets four byte streams, the high ones nearly
+    # with 30-40% less CPU at 3% less size (the codec meets four byte streams, the high ones nearly
     # constant), but integer columns in it are Parquet 2.11 (2024): older readers refuse the file
-    # (pyarrow < 16, DuckDB before its 2026 releases). A dictionary writes ~10% faster and ~5%
-    # smaller than PLAIN but makes every later read slower (bench/results/e2e.md).
+    # (pyarrow < 16, DuckDB before mid-2026). A dictionary saves 5% of the size at about PLAIN's
+    # write CPU (bench/results/e2e.md).
     def is_ids(f) -> bool:
         return f.name in written and pa.types.is_list(f.type) and pa.types.is_uint32(f.type.value_type)
 
