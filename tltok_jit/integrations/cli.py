@@ -959,7 +959,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--eos", action="store_true",
                    help="with --pack or --format megatron|bin: end every document with <|endoftext|>")
     e.add_argument("--compression", default=None, metavar="CODEC",
-                   help=f"Parquet output: {', '.join(CODECS)} (default zstd; lz4: ~15%% less write CPU, 36%% larger)")
+                   help=f"Parquet output: {', '.join(CODECS)} "
+                        "(default zstd; lz4: ~15%% less write CPU, 36%% larger)")
     e.add_argument("--ids-encoding", default=None, metavar="ENCODING",
                    help=f"Parquet encoding of the ids column: {', '.join(IDS_ENCODINGS)} (default plain)")
     e.add_argument("--batch-mb", type=float, default=8.0, help="text per record batch, MB (default 8)")
