@@ -38,7 +38,6 @@ import numpy as np
 
 from .errors import PackingError
 from .kernels import packing as kernels
-from .engine.pages import small_pages
 from .padding import _batch_memory
 
 __all__ = ["Layout", "PackedBatch", "PackingError", "STRATEGIES", "documents", "fill", "layout_documents", "pack",
@@ -387,8 +386,9 @@ def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, s
 # packing keeps fewer, bigger arenas, on the pages numpy gives (huge pages where the system allows
 # them for a large array): an arena is faulted in once, then written again and again, and on a
 # loaded 2-core VM a fill of 20 MB of rows took 3.1 ms of CPU on huge pages against 4.0 on 4 KB
-# pages (medians of 30). Rows too big to keep are written once, on 4 KB pages: a pack of 107 MB
-# of rows took 111-185 ms there, 47-527 ms on huge pages (fresh processes; compaction stalls).
+# pages (medians of 30). Rows too big to keep are on numpy's pages too: a first pack of 107 MB of
+# rows took 111-185 ms on 4 KB pages, 47-527 ms on huge pages (compaction stalls), but the same
+# pack again 121 ms on 4 KB pages against 18-23 ms on huge pages.
 _ARENAS: list[np.ndarray] = []
 _ARENA_KEEP = 2
 _ARENA_MAX = 1 << 26  # bytes: larger rows are not kept
@@ -404,11 +404,8 @@ def rows_memory(n_rows: int, seq_len: int, dtype, arenas: list | None = None,
     in one block of recycled memory (`arenas`: packing's own by default), for `fill`."""
     cells = n_rows * seq_len
     item = np.dtype(dtype).itemsize
-    nbytes = cells * (3 * item + 1)
-    if nbytes > _ARENA_MAX:  # written once: on 4 KB pages, as pages.py decides for such buffers
-        buf = small_pages(np.empty(nbytes, dtype=np.uint8))
-    else:
-        buf = _batch_memory(nbytes, _ARENAS if arenas is None else arenas, keep, _ARENA_MAX, _numpy_pages)
+    buf = _batch_memory(cells * (3 * item + 1), _ARENAS if arenas is None else arenas, keep, _ARENA_MAX,
+                        _numpy_pages)
     ints = [buf[i * cells * item:(i + 1) * cells * item].view(dtype).reshape(n_rows, seq_len) for i in range(3)]
     mask = buf[3 * cells * item:].view(np.bool_).reshape(n_rows, seq_len)
     return ints[0], ints[1], ints[2], mask
