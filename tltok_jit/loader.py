@@ -16,11 +16,12 @@ How the data is cut, so that the batches are a pure function of the options and 
   worker w reads share r * num_workers + w. The shares are disjoint and cover every row once per
   epoch; a rank may get one batch more or fewer than another.
 * A share is read in windows of `shuffle_buffer` rows: a window's documents are tokenized (on
-  `num_threads` threads, in pieces: the next piece is read from Parquet while one is tokenized;
-  the next window is prepared on a background thread while this one is handed out), shuffled,
-  packed together, and the packed rows shuffled (each with a generator seeded by (seed, epoch,
-  share, window)). Rows flow into batches across windows and epochs; the last batch of the last
-  epoch is filled up with padding rows (labels all -100) unless `drop_last`.
+  `num_threads` threads; a window of 8,192 rows or more in pieces, the next piece read from Parquet
+  while one is tokenized; the next window is prepared on a background thread while this one is
+  handed out), shuffled, packed together, and the packed rows shuffled (each with a generator
+  seeded by (seed, epoch, share, window)). Rows flow into batches across windows and epochs; the
+  last batch of the last epoch is filled up with padding rows (labels all -100) unless
+  `drop_last`.
 * `state_dict()` is the position of the next batch: (epoch, window, rows of it already handed
   out). `load_state_dict` rebuilds that window and skips those rows, so the batches after a resume
   equal those of an uninterrupted run; a state from other options or files is refused, naming what

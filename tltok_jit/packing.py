@@ -24,8 +24,8 @@ to seq_len (zeros after, to the widest row); `cu_seqlens` is FlashAttention's va
 A null row of an Arrow column is an error naming the row (HF's collators and torch fail on a None
 row too); an empty document (no ids and no eos/bos) gives no segment and is counted.
 
-The rows are written in one pass into memory of an earlier result that no array refers to any
-more (a result, or a view of it, kept by the caller is never written). `layout_documents` and
+The rows (up to 64 MB of them) are written into memory of an earlier result that no array refers
+to any more (a result, or a view of it, kept by the caller is never written). `layout_documents` and
 `fill` split the work for a loader: where every segment goes, then any rows of it when needed.
 """
 
