@@ -285,7 +285,7 @@ def test_batches_are_the_rows_of_the_window_packed_whole(corpus, monkeypatch, pi
 
 
 def test_a_held_batch_is_never_overwritten_and_a_dropped_one_is_reused(corpus):
-    import tltok_jit.padding as padding
+    from tltok_jit.engine import arenas
 
     held, copies, seen = [], [], set()
     for i, b in enumerate(make(corpus, seq_len=2048, batch_size=2)):  # 100 KB batches: recycled
@@ -294,7 +294,7 @@ def test_a_held_batch_is_never_overwritten_and_a_dropped_one_is_reused(corpus):
             held.append(b)
             copies.append({k: np.array(v) for k, v in b.items()})
     assert same(held, copies)
-    if padding._RECYCLE:
+    if arenas.RECYCLE:
         assert len(seen) < (len(held) - 1) * 3  # the dropped batches' memory came back
 
 

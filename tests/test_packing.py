@@ -501,11 +501,11 @@ def test_rows_written_in_any_ranges_equal_the_whole():
 
 def test_rows_memory_is_reused_once_dropped_and_never_while_held(monkeypatch):
     import tltok_jit.packing as packing
-    import tltok_jit.padding as padding
+    from tltok_jit.engine import arenas
 
-    if not padding._RECYCLE:
+    if not arenas.RECYCLE:
         pytest.skip("no recycling on a free-threaded build")
-    monkeypatch.setattr(packing, "_ARENAS", [])
+    monkeypatch.setattr(packing.ROW_ARENAS, "kept", [])
     docs = [np.arange(1, 300 + k, dtype=np.uint32) for k in range(400)]  # ~3 MB of rows: recycled
     first = pack(docs, 2048, eos_id=0)
     want = first.labels.copy()

@@ -640,13 +640,14 @@ def _arena_batch(enc, k: int = 0):
 @pytest.mark.parametrize("keep", ["batch", "input_ids view", "attention_mask", "torch tensor"])
 def test_memory_a_batch_still_uses_is_never_handed_out(keep, ours):
     import tltok_jit.padding as padding
+    from tltok_jit.engine import arenas
 
-    if not padding._RECYCLE:
+    if not arenas.RECYCLE:
         pytest.skip("no recycling on a free-threaded build")
     enc = ours("o200k_base")
     first = _arena_batch(enc, 1)
     want_ids, want_mask = first.input_ids.copy(), first.attention_mask.copy()
-    assert any(np.shares_memory(first.input_ids, a) for a in padding._ARENAS)
+    assert any(np.shares_memory(first.input_ids, a) for a in padding.BATCH_ARENAS.kept)
     if keep == "batch":
         held, check = first, lambda: (first.input_ids, first.attention_mask)
     elif keep == "input_ids view":
@@ -670,22 +671,23 @@ def test_memory_a_batch_still_uses_is_never_handed_out(keep, ours):
 
 def test_memory_of_a_dropped_batch_is_reused(ours, monkeypatch):
     import tltok_jit.padding as padding
+    from tltok_jit.engine import arenas
 
-    if not padding._RECYCLE:
+    if not arenas.RECYCLE:
         pytest.skip("no recycling on a free-threaded build")
-    monkeypatch.setattr(padding, "_ARENAS", [])
+    monkeypatch.setattr(padding.BATCH_ARENAS, "kept", [])
+    kept = padding.BATCH_ARENAS.kept
     enc = ours("o200k_base")
     b = _arena_batch(enc)
-    assert len(padding._ARENAS) == 1
-    first = padding._ARENAS[0].ctypes.data  # (a reference held here would keep the arena in use)
+    assert len(kept) == 1
+    first = kept[0].ctypes.data  # (a reference held here would keep the arena in use)
     del b
     for k in range(5):
         b = _arena_batch(enc, k)
-        assert padding._ARENAS[0].ctypes.data == first
-        assert np.shares_memory(b.input_ids, padding._ARENAS[0]) and np.shares_memory(b.attention_mask,
-                                                                                     padding._ARENAS[0])
+        assert kept[0].ctypes.data == first
+        assert np.shares_memory(b.input_ids, kept[0]) and np.shares_memory(b.attention_mask, kept[0])
         del b
-    assert len(padding._ARENAS) == 1
-    held = [_arena_batch(enc, k) for k in range(6)]  # all in use: new arenas, at most _ARENA_KEEP kept
-    assert len(padding._ARENAS) == padding._ARENA_KEEP
+    assert len(kept) == 1
+    held = [_arena_batch(enc, k) for k in range(6)]  # all in use: new arenas, at most `keep` kept
+    assert len(kept) == padding.BATCH_ARENAS.keep
     assert len({b.input_ids.ctypes.data for b in held}) == 6

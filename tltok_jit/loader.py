@@ -57,6 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .engine.arenas import Arenas
 from .errors import PackingError, ResumeError
 from .packing import (DTYPES, LONG_DOCUMENTS, STRATEGIES, Layout, check_choice, check_token, fill,
                       layout_documents, rows_memory)
@@ -73,8 +74,9 @@ _TABLE_GROUP = 1 << 16  # rows of an in-memory table taken as one row group
 # (~3 ms on a loaded 2-core VM): a 2,089-row window in 4 pieces took 66 ms against 57 in one.
 _PIECES = 4
 _PIECE_ROWS = 4096
-_ARENAS: list[np.ndarray] = []  # batches' memory, recycled (see packing.rows_memory)
-_ARENA_KEEP = 4  # a training loop may hold a few batches (prefetch, pinning)
+# batches' memory, recycled (see packing.rows_memory); a training loop may hold a few batches
+# (prefetch, pinning)
+_ARENAS = Arenas(keep=4, most=1 << 26)
 
 
 def _as_table(source):
@@ -381,7 +383,7 @@ class TokenBatches:
         """One batch dict from (packed, lo, hi) parts (rows lo:hi of a window's `_Rows`; packed
         None: hi - lo padding rows), its rows written now into recycled memory."""
         s = self.seq_len
-        ids, pos, labels, mask = rows_memory(self.batch_size, s, np.dtype(self.dtype).type, _ARENAS, _ARENA_KEEP)
+        ids, pos, labels, mask = rows_memory(self.batch_size, s, np.dtype(self.dtype).type, _ARENAS)
         lens, docs = [], []
         r = 0
         for packed, lo, hi in parts:

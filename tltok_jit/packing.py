@@ -38,7 +38,7 @@ import numpy as np
 
 from .errors import PackingError
 from .kernels import packing as kernels
-from .padding import _batch_memory
+from .engine.arenas import Arenas
 
 __all__ = ["Layout", "PackedBatch", "PackingError", "STRATEGIES", "documents", "fill", "layout_documents", "pack",
            "pack_column", "pack_documents", "packed_table", "rows_memory", "torchtune_fields", "write_parquet"]
@@ -379,7 +379,7 @@ def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, s
                        dropped=lay.dropped, empty=lay.empty, tokens=tokens)
 
 
-# A batch's rows are written into recycled memory (padding's arenas, a list of packing's own): a
+# A batch's rows are written into recycled memory (engine/arenas.py, a list of packing's own): a
 # fresh buffer's first write faults in every page, several times the cost of the fill itself, and
 # a loop packing chunk after chunk of one size would pay that on every call (glibc hands freed
 # blocks of this size back to the system). Rows of a whole chunk are bigger than padded batches, so
@@ -389,23 +389,16 @@ def pack_documents(values: np.ndarray, starts: np.ndarray, counts: np.ndarray, s
 # pages (medians of 30). Rows too big to keep are on numpy's pages too: a first pack of 107 MB of
 # rows took 111-185 ms on 4 KB pages, 47-527 ms on huge pages (compaction stalls), but the same
 # pack again 121 ms on 4 KB pages against 18-23 ms on huge pages.
-_ARENAS: list[np.ndarray] = []
-_ARENA_KEEP = 2
-_ARENA_MAX = 1 << 26  # bytes: larger rows are not kept
+ROW_ARENAS = Arenas(keep=2, most=1 << 26)  # rows over 64 MB are not kept
 
 
-def _numpy_pages(a: np.ndarray) -> np.ndarray:
-    return a
-
-
-def rows_memory(n_rows: int, seq_len: int, dtype, arenas: list | None = None,
-                keep: int = _ARENA_KEEP) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def rows_memory(n_rows: int, seq_len: int, dtype, arenas: Arenas | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Uninitialized (input_ids, position_ids, labels [n_rows, seq_len] of `dtype`, loss_mask bool)
-    in one block of recycled memory (`arenas`: packing's own by default), for `fill`."""
+    in one block of recycled memory (`arenas`: ROW_ARENAS by default), for `fill`."""
     cells = n_rows * seq_len
     item = np.dtype(dtype).itemsize
-    buf = _batch_memory(cells * (3 * item + 1), _ARENAS if arenas is None else arenas, keep, _ARENA_MAX,
-                        _numpy_pages)
+    buf = (ROW_ARENAS if arenas is None else arenas).take(cells * (3 * item + 1))
     ints = [buf[i * cells * item:(i + 1) * cells * item].view(dtype).reshape(n_rows, seq_len) for i in range(3)]
     mask = buf[3 * cells * item:].view(np.bool_).reshape(n_rows, seq_len)
     return ints[0], ints[1], ints[2], mask

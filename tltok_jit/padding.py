@@ -45,9 +45,6 @@ Pairs and a file's own settings (`template_batch`; a tokenizer.json's `truncatio
 
 from __future__ import annotations
 
-import sys
-import sysconfig
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +52,7 @@ import numpy as np
 from .engine.args import check_int, check_threads
 from .errors import PaddingError  # noqa: F401 (raised here; defined with the others)
 from .kernels.padding import fill_padded, fill_pairs
+from .engine.arenas import Arenas
 from .engine.pages import small_pages
 from .engine.text import read_only_view
 from .engine.threads import on_threads, resolve_threads
@@ -68,26 +66,10 @@ DTYPES = {"int64": np.int64, "int32": np.int32}
 STRATEGIES = ("longest_first", "only_first", "only_second")  # of a pair's truncation
 _PARALLEL_CELLS = 1 << 19  # output cells per thread of the fill (fewer: a thread hand-off costs more)
 
-# The batches' memory is recycled: glibc hands a freed megabyte-sized block back to the system and
-# the next batch faults every page of it in again, several times the cost of the fill itself. A
-# batch's arrays are views of an arena kept here; an arena no array refers to any more (only this
-# list does) is handed out again. Reference counts tell that exactly only with the GIL.
-_ARENAS: list[np.ndarray] = []
-_ARENA_LOCK = threading.Lock()
-_ARENA_KEEP = 4  # arenas kept
-_ARENA_MIN = 1 << 16  # bytes: smaller batches come from malloc's own free lists
-_ARENA_MAX = 1 << 23  # bytes: larger ones are not kept (a one-off whole column)
-_RECYCLE = not sysconfig.get_config_var("Py_GIL_DISABLED")
-
-
-def _unused_count() -> int:
-    """sys.getrefcount of an arena only the list refers to (the interpreter's own count for the
-    argument differs between versions)."""
-    probe = [np.empty(1, dtype=np.uint8)]
-    return sys.getrefcount(probe[0])
-
-
-_UNUSED = _unused_count()
+# A batch's arrays are views of recycled memory (engine/arenas.py), on 4 KB pages: a first write into
+# a fresh huge page can wait for the kernel to compact memory (see engine/pages.py). Batches over 8 MB
+# (a one-off whole column) are not kept; smaller than 64 KB ones come from malloc's own free lists.
+BATCH_ARENAS = Arenas(keep=4, most=1 << 23, pages=small_pages)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -284,7 +266,7 @@ def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, pre
     n_rows = len(sample)
     cells = n_rows * width
     item = np.dtype(plan.dtype).itemsize
-    buf = _batch_memory(2 * cells * item)
+    buf = BATCH_ARENAS.take(2 * cells * item)
     ids = buf[:cells * item].view(plan.dtype).reshape(n_rows, width)
     mask = buf[cells * item:2 * cells * item].view(plan.dtype).reshape(n_rows, width)
     del buf
@@ -304,30 +286,6 @@ def _pad(values: np.ndarray, row_starts: np.ndarray, row_counts: np.ndarray, pre
         on_threads(parts, fill)
     mapping = sample.astype(plan.dtype) if plan.overflow else None
     return PaddedBatch(input_ids=ids, attention_mask=mask, lengths=lengths, overflow_to_sample_mapping=mapping)
-
-
-def _batch_memory(nbytes: int, arenas: list | None = None, keep: int = _ARENA_KEEP, most: int = _ARENA_MAX,
-                  pages=small_pages) -> np.ndarray:
-    """`nbytes` of uninitialized memory for a batch's arrays (a uint8 array): part of a kept arena
-    no earlier batch still uses, else new (on 4 KB pages: a first write into a fresh huge page can
-    wait for the kernel to compact memory, see pages.py). `arenas` (this module's by default)
-    keeps at most `keep` arenas of at most `most` bytes, each new one passed through `pages`
-    (packing keeps its bigger, reused rows apart, on the pages numpy gives)."""
-    arenas = _ARENAS if arenas is None else arenas
-    if not _RECYCLE or not _ARENA_MIN <= nbytes <= most:
-        return pages(np.empty(max(nbytes, 1), dtype=np.uint8))[:nbytes]
-    with _ARENA_LOCK:
-        for i in range(len(arenas)):
-            # any array viewing the arena holds one more reference
-            if sys.getrefcount(arenas[i]) == _UNUSED and nbytes <= len(arenas[i]) <= 4 * nbytes:
-                arena = arenas.pop(i)
-                arenas.append(arena)
-                return arena[:nbytes]  # a view: the arena is in use from here on
-        arena = pages(np.empty(nbytes, dtype=np.uint8))
-        arenas.append(arena)
-        if len(arenas) > keep:
-            del arenas[0]  # its batches, if any, keep it alive; it is never handed out again
-        return arena[:nbytes]
 
 
 def _null_row(texts) -> int | None:
