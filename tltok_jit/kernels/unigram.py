@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jit import njit
+from .utf8 import valid_utf8
 
 NEED_WORK = -1     # out or a text buffer (wa, wb, wm) is too small: grow them and call again
 ERR_NO_UNK = -2    # an unknown character and the model has no unk_id (tokenizers raises)
@@ -721,43 +722,6 @@ def encode_text(buf, lo, hi, out, out_lo, first, wa, wb, wm, best, starts, nodes
     return n - out_lo
 
 
-@njit(inline="always")
-def _valid_utf8(buf, lo, hi):
-    """buf[lo:hi] is well-formed UTF-8."""
-    i = lo
-    while i < hi:
-        b = buf[i]
-        if b < 0x80:
-            i += 1
-            continue
-        if b < 0xC2:
-            return False
-        if b < 0xE0:
-            if i + 1 >= hi or (buf[i + 1] & 0xC0) != 0x80:
-                return False
-            i += 2
-            continue
-        if b < 0xF0:
-            if i + 2 >= hi or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80:
-                return False
-            if b == 0xE0 and buf[i + 1] < 0xA0:
-                return False
-            if b == 0xED and buf[i + 1] >= 0xA0:
-                return False
-            i += 3
-            continue
-        if b > 0xF4 or i + 3 >= hi:
-            return False
-        if (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80 or (buf[i + 3] & 0xC0) != 0x80:
-            return False
-        if b == 0xF0 and buf[i + 1] < 0x90:
-            return False
-        if b == 0xF4 and buf[i + 1] >= 0x90:
-            return False
-        i += 4
-    return True
-
-
 @njit(cache=True)
 def encode_one(buf, out, first, wa, wb, wm, best, starts, nodes, ends, base, check, value, scores, unk_id, unk_score,
                byte_fallback, byte_ids, steps, step_arg, units, repl, s1, s2, seq, seq_off, g1, g2, rep_bytes, rep_off,
@@ -786,7 +750,7 @@ def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts
         data = bufs[rbuf[r]]
         s = rstart[r]
         e = s + rlen[r]
-        if not _valid_utf8(data, s, e):
+        if not valid_utf8(data, s, e):
             status[r] = 1
             continue
         k = encode_text(data, s, e, out[:ro[r + 1]], ro[r], 1, wa, wb, wm, best, starts, nodes, ends, base, check,

@@ -125,6 +125,43 @@ def skip_plain_three(bp, i, e):
 
 
 @njit(inline="always")
+def valid_utf8(buf, lo, hi):
+    """buf[lo:hi] is well-formed UTF-8 (no surrogates, overlongs or values past U+10FFFF)."""
+    i = lo
+    while i < hi:
+        b = buf[i]
+        if b < 0x80:
+            i += 1
+            continue
+        if b < 0xC2:
+            return False
+        if b < 0xE0:
+            if i + 1 >= hi or (buf[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+            continue
+        if b < 0xF0:
+            if i + 2 >= hi or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80:
+                return False
+            if b == 0xE0 and buf[i + 1] < 0xA0:
+                return False
+            if b == 0xED and buf[i + 1] >= 0xA0:
+                return False
+            i += 3
+            continue
+        if b > 0xF4 or i + 3 >= hi:
+            return False
+        if (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80 or (buf[i + 3] & 0xC0) != 0x80:
+            return False
+        if b == 0xF0 and buf[i + 1] < 0x90:
+            return False
+        if b == 0xF4 and buf[i + 1] >= 0x90:
+            return False
+        i += 4
+    return True
+
+
+@njit(inline="always")
 def cp_class(cp, stage1, stage2):
     """The class code (unicode.classes.CLS_*) of code point `cp` (0 <= cp < 0x110000)."""
     return stage2[(np_int(stage1[cp >> 8]) << 8) | (cp & 0xFF)]

@@ -27,6 +27,7 @@ import numpy as np
 from ..unicode.bert import (CCC_SHIFT, DEC_SHIFT, ENTRY_MASK, F_CJK, F_COMB, F_DROP, F_MARK, F_PUNCT, F_RE_SPACE,
                             F_RE_WORD, F_SPACE, LOW_SHIFT, MAX_EXPAND)
 from .jit import njit
+from .utf8 import valid_utf8
 
 __all__ = ["NEED_OUT", "NEED_PEND", "PRE_BERT", "PRE_NONE", "PRE_PUNCT", "PRE_WHITESPACE", "PRE_WHITESPACE_SPLIT", "ascii_table", "build_double_array",
            "compact", "encode_rows", "encode_text", "trie_lookup", "warm"]
@@ -481,7 +482,7 @@ def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts
         data = bufs[rbuf[r]]
         s = rstart[r]
         e = s + rlen[r]
-        if not _valid_utf8(data, s, e):
+        if not valid_utf8(data, s, e):
             status[r] = 1
             continue
         k = encode_text(data, s, e, out, ro[r], ro[r + 1], pend, word, s1, s2, seq, seq_off, base, check, value,
@@ -490,43 +491,6 @@ def encode_rows(row_lo, row_hi, bufs, rbuf, rstart, rlen, valid, ro, out, counts
             status[r] = 2
         else:
             counts[r] = k
-
-
-@njit(inline="always")
-def _valid_utf8(buf, lo, hi):
-    """buf[lo:hi] is well-formed UTF-8 (no surrogates, overlongs or values past U+10FFFF)."""
-    i = lo
-    while i < hi:
-        b = buf[i]
-        if b < 0x80:
-            i += 1
-            continue
-        if b < 0xC2:
-            return False
-        if b < 0xE0:
-            if i + 1 >= hi or (buf[i + 1] & 0xC0) != 0x80:
-                return False
-            i += 2
-            continue
-        if b < 0xF0:
-            if i + 2 >= hi or (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80:
-                return False
-            if b == 0xE0 and buf[i + 1] < 0xA0:
-                return False
-            if b == 0xED and buf[i + 1] >= 0xA0:
-                return False
-            i += 3
-            continue
-        if b > 0xF4 or i + 3 >= hi:
-            return False
-        if (buf[i + 1] & 0xC0) != 0x80 or (buf[i + 2] & 0xC0) != 0x80 or (buf[i + 3] & 0xC0) != 0x80:
-            return False
-        if b == 0xF0 and buf[i + 1] < 0x90:
-            return False
-        if b == 0xF4 and buf[i + 1] >= 0x90:
-            return False
-        i += 4
-    return True
 
 
 @njit(cache=True)
