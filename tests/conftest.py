@@ -235,3 +235,22 @@ def tiktoken_oracle():
 @pytest.fixture(scope="session")
 def ours():
     return get_ours
+
+
+@pytest.fixture
+def cli_main(capsys, monkeypatch):
+    """run(*argv, rc=0): `tltok` in this process; asserts its exit status and, for a refusal (2), that
+    stderr is one line without a traceback; returns stderr."""
+    from tltok_jit.integrations import cli as C
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+
+    def run(*argv, rc=0):
+        capsys.readouterr()
+        assert C.main([str(a) for a in argv]) == rc
+        err = capsys.readouterr().err
+        if rc == 2:
+            assert err.count("\n") == 1 and "Traceback" not in err, err
+        return err
+
+    return run

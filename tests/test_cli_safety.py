@@ -18,20 +18,9 @@ from conftest import REPO  # noqa: E402
 
 
 @pytest.fixture
-def cli(capsys, monkeypatch):
-    from tltok_jit.integrations import cli as C
-
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
-
-    def run(*argv, rc=2):
-        capsys.readouterr()
-        assert C.main([str(a) for a in argv]) == rc
-        err = capsys.readouterr().err
-        if rc == 2:
-            assert err.count("\n") == 1 and "Traceback" not in err, err
-        return err
-
-    return run
+def cli(cli_main):
+    """cli_main, expecting a refusal (exit status 2) unless told otherwise."""
+    return lambda *argv, rc=2: cli_main(*argv, rc=rc)
 
 
 @pytest.fixture
