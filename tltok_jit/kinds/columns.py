@@ -297,6 +297,18 @@ def id_columns(column, vocab_size: int, decode_chunk: Callable[[IdColumn, int], 
     return pa.chunked_array(out, type=pa.large_string()) if chunked else out[0]
 
 
+def decode_rows(column, vocab_size: int, decode: Callable[[list], str]):
+    """`decode(ids as a list of int)` of every valid row of a list<integer> column, rows one by one in
+    Python: large_string, nulls stay null, chunked as it was."""
+    def decode_chunk(col: IdColumn, row_base: int) -> pa.Array:
+        o = col.offsets.tolist()
+        flat = col.ids.tolist()
+        return strings_array([decode(flat[o[r]:o[r + 1]]) if col.valid[r] else None for r in range(len(col.valid))],
+                             col.valid)
+
+    return id_columns(column, vocab_size, decode_chunk)
+
+
 def strings_array(texts: list, valid: np.ndarray) -> pa.Array:
     """large_string array of `texts` (one per row), null where not valid."""
     return pa.array([t if v else None for t, v in zip(texts, valid)], type=pa.large_string())

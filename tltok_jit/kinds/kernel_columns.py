@@ -48,10 +48,4 @@ class KernelColumns:
 
         C.check_errors(errors)
 
-        def decode_chunk(col, row_base: int):
-            o = col.offsets.tolist()
-            flat = col.ids.tolist()
-            return C.strings_array([self._decode_checked(flat[o[r]:o[r + 1]]) if col.valid[r] else None
-                                    for r in range(len(col.valid))], col.valid)
-
-        return C.id_columns(column, self.vocab_size, decode_chunk)
+        return C.decode_rows(column, self.vocab_size, self._decode_checked)

@@ -78,13 +78,7 @@ class RowColumns:
             raise ValueError(f"tokenizer kind {self.kind!r} renders invalid bytes by its own decode rule: "
                              "decode_arrow takes errors='replace' only")
 
-        def decode_chunk(col, row_base: int):
-            o = col.offsets.tolist()
-            flat = col.ids.tolist()
-            return C.strings_array([self.decode(flat[o[r]:o[r + 1]]) if col.valid[r] else None
-                                    for r in range(len(col.valid))], col.valid)
-
-        return C.id_columns(column, self.vocab_size, decode_chunk)
+        return C.decode_rows(column, self.vocab_size, self.decode)
 
     def _require_encode(self) -> None:
         if not self.supports_encode:
